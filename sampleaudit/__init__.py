@@ -1,0 +1,26 @@
+"""sampleaudit: is a trained generative model's output still diverse and sane?
+
+Public API (the CLI is a thin layer over these):
+    audit(checkpoints, baseline=..., config=...) -> AuditResult
+    render(result, out_dir, formats=...)        -> written paths
+    load_audit(path) -> AuditResult; load_samples(path) -> SampleSet; load_config(path) -> Config
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("sampleaudit")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0+unknown"
+
+from .config import Config, load_config  # noqa: E402
+from .errors import InputError, ModelError, SampleAuditError  # noqa: E402
+from .pipeline import audit  # noqa: E402
+from .report import render  # noqa: E402
+from .results import AuditResult, load_audit  # noqa: E402
+from .samples import SampleSet, load_samples  # noqa: E402
+
+__all__ = [
+    "AuditResult", "Config", "InputError", "ModelError", "SampleAuditError", "SampleSet",
+    "__version__", "audit", "load_audit", "load_config", "load_samples", "render",
+]

@@ -1,0 +1,174 @@
+"""Command-line interface: a thin layer over the Python API.
+
+Exit codes: 0 every check passes, 1 a check reached --fail-on, 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import InputError, SampleAuditError
+
+EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _log(quiet: bool):
+    return (lambda _m: None) if quiet else (lambda m: print(f"sampleaudit: {m}", file=sys.stderr, flush=True))
+
+
+def _formats(value: str) -> list[str]:
+    return [f.strip() for f in value.split(",") if f.strip()]
+
+
+def _add_audit_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default: %(default)s)")
+    p.add_argument("--config", metavar="FILE", help="TOML file of thresholds and options (see README)")
+    p.add_argument("--embedder", metavar="MODEL", help="sentence-transformers model name or local folder "
+                   "(default: all-MiniLM-L6-v2, shipped offline)")
+    p.add_argument("--device", help="auto (default: cuda > mps > cpu), cpu, cuda, cuda:N, mps")
+    p.add_argument("--batch-size", type=int, metavar="N", help="texts per embedding batch (default 64)")
+    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    p.add_argument("--threshold", type=float, help="similarity threshold (default: calibrated from the baseline)")
+    p.add_argument("--seed", type=int, help="seed of every random choice (default 0)")
+    p.add_argument("--fail-on", choices=["warn", "fail", "never"],
+                   help="status that makes the exit code 1 (default: fail)")
+    p.add_argument("--format", type=_formats, default=["json", "html"], metavar="LIST",
+                   help="comma-separated outputs: json,html (default: json,html)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or log lines")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sampleaudit",
+        description="Is a trained generative model's output still diverse and sane? Audits samples for "
+        "mode collapse against a training-data baseline and writes JSON and HTML reports.",
+        epilog="Exit codes: 0 all checks pass, 1 a check failed (see --fail-on), 2 bad input or usage.",
+    )
+    parser.add_argument("--version", action="version", version=f"sampleaudit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    fmt = argparse.RawDescriptionHelpFormatter
+
+    audit = sub.add_parser(
+        "audit", help="audit checkpoint samples against a baseline", formatter_class=fmt,
+        description="Audit one or more checkpoints' samples (JSONL, CSV, TSV or Parquet; .gz read "
+        "transparently), optionally against a sample of the training data.",
+        epilog="example:\n  sampleaudit audit runs/ckpt-20k.jsonl runs/ckpt-35k.jsonl "
+        "--baseline data/train_sample.jsonl --out reports/run42",
+    )
+    audit.add_argument("checkpoints", nargs="+", metavar="SAMPLES", help="one file of samples per checkpoint")
+    audit.add_argument("--baseline", metavar="FILE", help="a sample of the training data, the reference")
+    audit.add_argument("--name", action="append", metavar="NAME",
+                       help="checkpoint name, once per file in order (default: the file stem)")
+    audit.add_argument("--text-column", default="text", metavar="COL",
+                       help="column holding the text in CSV/TSV/Parquet files (default: %(default)s)")
+    audit.add_argument("--skip-invalid", action="store_true",
+                       help="skip invalid lines instead of stopping; their number is reported")
+    _add_audit_options(audit)
+
+    report = sub.add_parser(
+        "report", help="re-render reports from an audit.json without recomputing", formatter_class=fmt,
+        description="Render report.html (and any other format) again from an existing audit.json.",
+        epilog="example:\n  sampleaudit report reports/run42/audit.json --out reports/run42",
+    )
+    report.add_argument("audit_json", metavar="AUDIT_JSON")
+    report.add_argument("--out", metavar="DIR", help="output folder (default: the folder of AUDIT_JSON)")
+    report.add_argument("--format", type=_formats, default=["html"], metavar="LIST",
+                        help="comma-separated outputs (default: html)")
+
+    demo = sub.add_parser(
+        "demo", help="audit the demo checkpoints in data_samples/ into reports/", formatter_class=fmt,
+        description="Audit data_samples/ckpt-*.jsonl against data_samples/baseline.jsonl. The demo exits 0 "
+        "even though one checkpoint fails (that is its story) unless --fail-on is given.",
+        epilog="example:\n  sampleaudit demo --out reports",
+    )
+    demo.add_argument("--data", default="data_samples", metavar="DIR", help="demo data folder (default: %(default)s)")
+    _add_audit_options(demo)
+    return parser
+
+
+def _config(args):
+    from .config import load_config
+
+    config = load_config(args.config)
+    return config.with_overrides(**{
+        "seed": args.seed, "fail_on": args.fail_on, "similarity.threshold": args.threshold,
+        "embed.model": args.embedder, "embed.device": args.device, "embed.batch_size": args.batch_size,
+        "embed.cache": False if args.no_cache else None,
+    })
+
+
+def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, names: Sequence[str] | None,
+               text_column: str, skip_invalid: bool, argv: Sequence[str]) -> int:
+    from .checks import exit_code
+    from .embed import EmbeddingCache, load_embedder
+    from .pipeline import audit
+    from .report import render
+    from .samples import load_samples
+    from .summary import terminal_summary
+
+    config = _config(args)
+    if names and len(names) != len(checkpoint_paths):
+        raise InputError(f"--name was given {len(names)} time(s) for {len(checkpoint_paths)} checkpoint file(s); "
+                         "give one --name per file, in order")
+    log = _log(args.quiet)
+    sets = [load_samples(p, name=(names[i] if names else None), text_column=text_column, skip_invalid=skip_invalid)
+            for i, p in enumerate(checkpoint_paths)]
+    base = load_samples(baseline, text_column=text_column, skip_invalid=skip_invalid) if baseline else None
+    progress = not args.quiet and sys.stderr.isatty()
+    embedder = load_embedder(config.embed.model, device=config.embed.device,
+                             batch_size=config.embed.batch_size, progress=progress)
+    cache = EmbeddingCache(config.embed.cache_dir) if config.embed.cache else None
+    result = audit(sets, baseline=base, config=config, embedder=embedder, cache=cache, log=log,
+                   command=["sampleaudit", *argv])
+    written = render(result, args.out, formats=args.format)
+    print(terminal_summary(result))
+    for path in written:
+        print(f"wrote {path}")
+    return exit_code(result.checkpoints, config.fail_on)
+
+
+def _cmd_audit(args, argv) -> int:
+    return _run_audit(args, args.checkpoints, args.baseline, args.name, args.text_column, args.skip_invalid, argv)
+
+
+def _cmd_demo(args, argv) -> int:
+    data = Path(args.data)
+    checkpoints = sorted(str(p) for p in data.glob("ckpt-*.jsonl"))
+    if not checkpoints or not (data / "baseline.jsonl").exists():
+        raise InputError(f"no demo data (ckpt-*.jsonl and baseline.jsonl) in {data}; run from the repository "
+                         "root or pass --data")
+    if args.fail_on is None:
+        args.fail_on = "never"
+    return _run_audit(args, checkpoints, str(data / "baseline.jsonl"), None, "text", False, argv)
+
+
+def _cmd_report(args, argv) -> int:
+    from .report import render
+    from .results import load_audit
+
+    result = load_audit(args.audit_json)
+    out = args.out or str(Path(args.audit_json).parent)
+    for path in render(result, out, formats=args.format):
+        print(f"wrote {path}")
+    return EXIT_OK
+
+
+_COMMANDS = {"audit": _cmd_audit, "demo": _cmd_demo, "report": _cmd_report}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    try:
+        return _COMMANDS[args.command](args, argv)
+    except SampleAuditError as exc:
+        message = " ".join(str(exc).split("\n"))
+        print(f"sampleaudit: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("sampleaudit: interrupted", file=sys.stderr)
+        return 130

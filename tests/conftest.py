@@ -1,0 +1,36 @@
+"""Shared fixtures: every test gets its own embedding cache and runs offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "data_samples"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("SAMPLEAUDIT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+
+def _write_jsonl(path: Path, records) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def write_jsonl():
+    """write_jsonl(path, records) -> path: one JSON object per line, UTF-8."""
+    return _write_jsonl
+
+
+@pytest.fixture
+def hashing_embedder():
+    from sampleaudit.embed.hashing import HashingEmbedder
+
+    return HashingEmbedder(dim=256)

@@ -1,0 +1,66 @@
+import numpy as np
+
+from sampleaudit.embed import EmbeddingCache, default_cache_dir, embed_texts
+from sampleaudit.embed.hashing import HashingEmbedder
+
+
+class CountingEmbedder:
+    """Wraps an embedder and records every text it is asked to encode."""
+
+    def __init__(self, inner):
+        self.inner, self.seen = inner, []
+        self.model_id, self.dim, self.device = inner.model_id, inner.dim, inner.device
+
+    def encode(self, texts):
+        self.seen.extend(texts)
+        return self.inner.encode(texts)
+
+
+def test_hashing_embedder_is_deterministic_and_normalised():
+    a = HashingEmbedder(64).encode(["the same text", "other words"])
+    b = HashingEmbedder(64).encode(["the same text", "other words"])
+    assert a.dtype == np.float32 and a.shape == (2, 64)
+    assert np.array_equal(a, b)
+    assert np.allclose(np.linalg.norm(a, axis=1), 1.0)
+
+
+def test_each_distinct_text_embedded_once():
+    emb = CountingEmbedder(HashingEmbedder(32))
+    out = embed_texts(["a b c", "x y z", "a b c", "a b c"], emb)
+    assert emb.seen == ["a b c", "x y z"]
+    assert np.array_equal(out[0], out[2]) and out.shape == (4, 32)
+
+
+def test_cache_means_nothing_is_embedded_twice(tmp_path):
+    cache = EmbeddingCache(tmp_path / "c")
+    emb = CountingEmbedder(HashingEmbedder(32))
+    first = embed_texts(["baseline one", "baseline two"], emb, cache=cache)
+    second = embed_texts(["baseline two", "new checkpoint text", "baseline one"], emb, cache=cache)
+    assert emb.seen == ["baseline one", "baseline two", "new checkpoint text"]
+    assert np.array_equal(second[0], first[1]) and np.array_equal(second[2], first[0])
+    assert (tmp_path / "c" / "embeddings.sqlite").exists()
+
+
+def test_cache_is_keyed_by_model(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    small, big = CountingEmbedder(HashingEmbedder(16)), CountingEmbedder(HashingEmbedder(32))
+    embed_texts(["t"], small, cache=cache)
+    assert embed_texts(["t"], big, cache=cache).shape == (1, 32)
+    assert big.seen == ["t"]
+
+
+def test_cache_location_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("SAMPLEAUDIT_CACHE_DIR", str(tmp_path / "here"))
+    assert default_cache_dir() == tmp_path / "here"
+    monkeypatch.delenv("SAMPLEAUDIT_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "sampleaudit"
+
+
+def test_unicode_and_empty_texts_cache(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    emb = HashingEmbedder(16)
+    texts = ["", "模型", "\ud83d"[:0] + "emoji 🙂"]
+    a = embed_texts(texts, emb, cache=cache)
+    b = embed_texts(texts, emb, cache=cache)
+    assert np.array_equal(a, b)
