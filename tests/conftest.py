@@ -7,10 +7,6 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-DATA = REPO / "data_samples"
-
-
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SAMPLEAUDIT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

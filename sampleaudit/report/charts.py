@@ -37,8 +37,10 @@ def _svg(fig) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     plt.close(fig)
     text = buf.getvalue()
-    # matplotlib copies label text into XML comments; drop them so no sample-derived text is raw.
-    return re.sub(r"<!--.*?-->", "", text[text.index("<svg"):], flags=re.S)
+    # matplotlib copies label text into XML comments and adds an RDF metadata block with
+    # licence URLs; drop both so no sample-derived text is raw and no external URL appears.
+    text = re.sub(r"<!--.*?-->|<metadata>.*?</metadata>", "", text[text.index("<svg"):], flags=re.S)
+    return re.sub(r'\s+xmlns:(dc|cc|rdf)="[^"]*"', "", text)
 
 
 def histogram_overlay(
