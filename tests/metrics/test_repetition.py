@@ -1,0 +1,365 @@
+"""Loop detection, repetition scores and openings of sampleaudit.metrics.repetition."""
+
+from __future__ import annotations
+
+import json
+import random
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import TypeAdapter
+
+from sampleaudit.errors import InputError
+from sampleaudit.metrics.repetition import (
+    Loop,
+    RepetitionResult,
+    ScoreDistribution,
+    detect_loop,
+    repetition_stats,
+)
+from sampleaudit.metrics.text import tokenize
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+ANY_TEXT = st.one_of(
+    st.text(max_size=400),
+    st.text(alphabet=st.sampled_from(list("ab c。，\n.!?😀\u200d'中文")), max_size=300),
+    st.builds(lambda w, n: (w + " ") * n, st.sampled_from(["go on", "好的，", "x", "😀"]), st.integers(0, 60)),
+    st.sampled_from(["", " ", "\x00\x01\x02", "\u202e\u05e9\u05dc\u05d5\u05dd \u05e2\u05d5\u05dc\u05dd",
+                     "مرحبا بالعالم. مرحبا بالعالم. مرحبا بالعالم.", "a", "\n\n\n"]),
+)
+
+
+def _load(name: str) -> list[dict]:
+    with open(DATA / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+# --- hand-computed scores --------------------------------------------------------------------
+
+
+def test_seq_rep_hand_cases():
+    r = repetition_stats(["a b c a b c"])
+    assert r.seq_rep["1"].mean == pytest.approx(0.5)
+    assert r.seq_rep["2"].mean == pytest.approx(0.4)
+    assert r.seq_rep["3"].mean == pytest.approx(0.25)
+    assert r.seq_rep["4"].mean == pytest.approx(0.0)
+    assert repetition_stats(["the the the the"]).seq_rep["1"].mean == pytest.approx(0.75)
+
+
+def test_seq_rep_counts_chinese_characters():
+    assert repetition_stats(["好的好的"]).seq_rep["1"].mean == pytest.approx(0.5)
+    assert repetition_stats(["好的好的"]).seq_rep["2"].mean == pytest.approx(1 - 2 / 3)
+
+
+def test_seq_rep_of_a_too_short_sample_is_zero():
+    r = repetition_stats(["one two"])
+    assert r.seq_rep["3"].mean == 0.0 and r.seq_rep["4"].n == 1
+
+
+def test_compression_ratio_is_zlib_size_over_utf8_size():
+    texts = ["hello world " * 20, "短文本"]
+    r = repetition_stats(texts + [""])
+    expected = [len(zlib.compress(t.encode(), 9)) / len(t.encode()) for t in texts]
+    assert r.compression_ratio.n == 2  # the empty sample has no ratio
+    assert r.compression_ratio.mean == pytest.approx(sum(expected) / 2)
+    assert r.compression_ratio.max == pytest.approx(max(expected))
+
+
+def test_dup_ngram_char_share_hand_case():
+    # "one two three four five" occurs twice: 10 of 11 words (38 of 41 letters) are inside it.
+    r = repetition_stats(["one two three four five one two three four five six"])
+    assert r.dup_ngram_char_share["5"].mean == pytest.approx(38 / 41)
+    assert r.dup_ngram_char_share["6"].mean == 0.0
+    assert set(r.dup_ngram_char_share) == {"5", "6", "7", "8", "9", "10"}
+
+
+def test_distribution_summary():
+    r = repetition_stats(["a a", "a b", "a a a a", "a b c d"])
+    d = r.seq_rep["1"]  # per sample: 0.5, 0.0, 0.75, 0.0
+    assert d == ScoreDistribution(n=4, mean=pytest.approx(1.25 / 4), p50=pytest.approx(0.25),
+                                  p90=pytest.approx(0.675), max=0.75)
+
+
+# --- loops, hand cases -----------------------------------------------------------------------
+
+
+def test_loop_after_a_prefix():
+    text = "Sure, here you go. " + "I will try again later. " * 6
+    loop = detect_loop(text)
+    end = len(text) - 2  # the end of the last token, "later"; punctuation is not a token
+    assert loop == Loop(unit="I will try again later.", n_repeats=6, unit_tokens=5,
+                        start_char=19, end_char=end, coverage_share=pytest.approx((end - 19) / end))
+    assert text[loop.start_char : loop.end_char].startswith("I will")
+
+
+def test_loop_cut_off_mid_repeat():
+    text = "Intro. " + "the cat sat on the mat and looked around, " * 5 + "the cat sat on the m"
+    loop = detect_loop(text)
+    assert loop is not None and loop.n_repeats == 5 and loop.unit.startswith("the cat sat")
+    assert loop.end_char > len(text) - 10  # the cut-off copy is covered
+
+
+def test_loop_of_chinese_clause_repeated_ten_times():
+    loop = detect_loop("我们需要继续努力，" * 10)
+    assert loop is not None
+    assert (loop.unit, loop.n_repeats, loop.unit_tokens, loop.start_char) == ("我们需要继续努力，", 10, 8, 0)
+    assert loop.coverage_share == 1.0
+
+
+def test_loop_with_small_variation_between_copies():
+    s = "I have checked the configuration file again and it looks good to me."
+    copies = [s, s, s.replace("good", "great"), s, s, s.replace("again", "once more"), s]
+    loop = detect_loop(" ".join(copies))
+    assert loop is not None and loop.n_repeats >= 6 and loop.unit == s
+
+
+def test_loop_with_counter_numbers():
+    text = " ".join(f"Attempt {i} failed because the connection was reset." for i in range(1, 12))
+    loop = detect_loop(text)
+    assert loop is not None and loop.n_repeats == 11
+
+
+def test_primitive_unit_is_reported():
+    loop = detect_loop("ha ho " * 30)
+    assert loop is not None and loop.unit_tokens == 2 and loop.unit == "ha ho"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It was very, very good, and we were really, really happy.",
+        "No, no, no, that is not what I meant.",
+        "哈哈哈哈，这个笑话太好笑了。",
+        # a refrain sung twice
+        "Oh the river runs slow, and the river runs wide, and I'll meet you on the other side.\n"
+        "Oh the river runs slow, and the river runs wide, and I'll meet you on the other side.",
+        # parallel list items
+        "To set up:\n- Install the numpy package.\n- Install the scipy package.\n"
+        "- Install the pandas package.\n- Install the torch package.\n- Install the jax package.",
+        # anaphora
+        "We will build schools, we will build roads, we will build hospitals, we will build homes, "
+        "and we will build a future.",
+        "我爱春天的花，我爱夏天的雨，我爱秋天的月，我爱冬天的雪。",
+        # counting, a table of figures, a separator line
+        ", ".join(str(i) for i in range(30, 0, -1)),
+        "| run | score |\n" + "".join(f"| run {i} | {i * 37 % 100} |\n" for i in range(15)),
+        "Results\n" + "=" * 60 + "\nAll good.",
+    ],
+)
+def test_legitimate_repetition_is_not_a_loop(text):
+    assert detect_loop(text) is None
+
+
+def test_short_loop_inside_long_text_is_below_min_coverage():
+    text = "A long clean paragraph about gardens and rivers and trains. " * 1 + " ".join(
+        f"Sentence number {w} talks about a different topic entirely." for w in
+        ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    )
+    looped = text + " " + "go team go team go team go team go team go team go team go team"
+    assert detect_loop(looped) is None
+    assert detect_loop(looped, min_coverage=0.05) is not None
+
+
+def test_rule_options_change_the_decision():
+    text = "I like it. " * 3
+    assert detect_loop(text) is None  # 9 tokens < min_loop_tokens
+    assert detect_loop(text, min_loop_tokens=6) is not None
+    assert detect_loop(text, min_loop_tokens=6, min_repeats=4) is None
+
+
+# --- labelled sets ---------------------------------------------------------------------------
+
+
+def _precision_recall(rows: list[dict]) -> tuple[float, float, RepetitionResult]:
+    result = repetition_stats([r["text"] for r in rows], [r["id"] for r in rows], max_loops_listed=10_000)
+    predicted = set(result.loop_ids)
+    actual = {r["id"] for r in rows if r["looped"]}
+    tp = len(predicted & actual)
+    return tp / max(1, len(predicted)), tp / max(1, len(actual)), result
+
+
+def _same_up_to_rotation(a: list[str], b: list[str]) -> bool:
+    return len(a) == len(b) and any(a[i:] + a[:i] == b for i in range(len(a)))
+
+
+@pytest.mark.parametrize("name, min_size", [("loops_en.jsonl", 200), ("loops_zh.jsonl", 100)])
+def test_labelled_set_precision_and_recall(name, min_size):
+    rows = _load(name)
+    assert len(rows) >= min_size
+    kinds = {r["kind"] for r in rows if not r["looped"]}
+    assert {"refrain_twice", "parallel_list", "emphasis", "anaphora"} <= kinds
+    precision, recall, result = _precision_recall(rows)
+    assert precision >= 0.9, f"precision {precision:.3f}"
+    assert recall >= 0.9, f"recall {recall:.3f}"
+    # The reported unit is the generated one (up to where the loop starts inside it).
+    units = {r["id"]: r["unit"] for r in rows if "unit" in r}
+    found = {rec.id: rec.unit for rec in result.loops if rec.id in units}
+
+    def norm(t):
+        return ["0" if w.isdigit() else w for w in tokenize(t).tokens]
+
+    same = sum(_same_up_to_rotation(norm(found[i]), norm(units[i])) for i in found)
+    assert same >= 0.9 * len(units)
+
+
+def test_labelled_set_offsets_point_at_the_loop():
+    rows = [r for r in _load("loops_en.jsonl") if r["looped"]][:40]
+    for r in rows:
+        loop = detect_loop(r["text"])
+        assert loop is not None
+        looped_part = r["text"][loop.start_char : loop.end_char]
+        assert looped_part.count(loop.unit[:10]) >= 2
+
+
+# --- openings --------------------------------------------------------------------------------
+
+
+def _opening_set(lang: str, n: int = 200, share: float = 0.6, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    if lang == "en":
+        same = ["Sure! Here is the answer.", "sure!  Here's what I found.", "SURE. Let me explain.",
+                "Sure.\nFirst, some context."]
+        other = [f"Answer number {i} starts differently. Then it goes on." for i in range(n)]
+    else:
+        same = ["当然可以！下面是答案。", "当然可以。我来解释一下。", "当然可以！！首先看背景。"]
+        other = [f"第{i}个回答的开头不一样。然后继续。" for i in range(n)]
+    k = round(share * n)
+    texts = [rng.choice(same) for _ in range(k)] + other[: n - k]
+    rng.shuffle(texts)
+    return texts
+
+
+@pytest.mark.parametrize("lang, top", [("en", "sure"), ("zh", "当然可以")])
+def test_opening_top_share_is_measured(lang, top):
+    r = repetition_stats(_opening_set(lang))
+    assert r.opening_top_share == pytest.approx(0.60, abs=0.02)
+    assert r.opening_top_text == top
+    assert len(r.openings) == 5 and r.openings[0].count == 120
+    assert [o.share for o in r.openings] == sorted((o.share for o in r.openings), reverse=True)
+
+
+def test_openings_without_sentence_break_use_first_tokens():
+    texts = ["one two three four five six seven eight nine ten eleven " + w for w in "abc"]
+    r = repetition_stats(texts, opening_tokens=10)
+    assert r.opening_top_text == "one two three four five six seven eight nine ten"
+    assert r.opening_top_share == 1.0
+
+
+# --- empty input, validation, serialisation --------------------------------------------------
+
+
+def test_empty_list_and_empty_texts_do_not_crash():
+    r = repetition_stats([])
+    assert r.n_samples == 0 and r.loop_share is None and r.opening_top_share is None
+    assert r.seq_rep["1"] == ScoreDistribution(0, None, None, None, None)
+    r = repetition_stats(["", "   ", "\n"])
+    assert r.loop_share == 0.0 and r.opening_top_share == 0.0 and r.opening_top_text is None
+    assert r.seq_rep["1"].mean == 0.0 and r.compression_ratio.n == 3 - 1 + 1 - 1  # non-empty: 2
+    assert detect_loop("") is None and detect_loop("x") is None
+
+
+def test_ids_default_to_positions_and_must_be_unique():
+    r = repetition_stats(["ok", "la la la " * 20])
+    assert r.loop_ids == ["1"]
+    with pytest.raises(InputError, match="unique"):
+        repetition_stats(["a", "b"], ["x", "x"])
+    with pytest.raises(InputError, match="one entry per text"):
+        repetition_stats(["a", "b"], ["x"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"min_repeats": 1}, "min_repeats"),
+        ({"min_coverage": 1.5}, "min_coverage"),
+        ({"min_coverage": float("nan")}, "min_coverage"),
+        ({"max_variation": 0.9}, "max_variation"),
+        ({"min_consensus": 0.2}, "min_consensus"),
+        ({"min_unit_tokens": 10, "max_unit_tokens": 5}, "must not exceed"),
+        ({"min_loop_tokens": True}, "min_loop_tokens"),
+    ],
+)
+def test_bad_options_raise_input_error(kwargs, match):
+    with pytest.raises(InputError, match=match):
+        detect_loop("text", **kwargs)
+    with pytest.raises(InputError, match=match):
+        repetition_stats(["text"], **kwargs)
+
+
+@pytest.mark.parametrize("texts", ["a single string", [1, 2], ["ok", None], None])
+def test_bad_texts_raise_input_error(texts):
+    with pytest.raises(InputError):
+        repetition_stats(texts)
+
+
+def test_result_round_trips_through_json():
+    rows = _load("loops_zh.jsonl")[:60]
+    r = repetition_stats([x["text"] for x in rows], [x["id"] for x in rows])
+    adapter = TypeAdapter(RepetitionResult)
+    assert adapter.validate_json(adapter.dump_json(r)) == r
+    assert adapter.validate_json(adapter.dump_json(repetition_stats([]))) == repetition_stats([])
+
+
+# --- properties ------------------------------------------------------------------------------
+
+
+def test_aggregates_do_not_depend_on_sample_order():
+    rows = _load("loops_en.jsonl")[::3]
+    texts, ids = [r["text"] for r in rows], [r["id"] for r in rows]
+    base = repetition_stats(texts, ids)
+    order = list(range(len(rows)))
+    random.Random(1).shuffle(order)
+    shuffled = repetition_stats([texts[i] for i in order], [ids[i] for i in order])
+    assert shuffled == base
+
+
+def _check_bounds(r: RepetitionResult, n: int) -> None:
+    assert r.n_samples == n and 0 <= r.n_looped <= n
+    assert len(r.loop_ids) == r.n_looped
+    if n:
+        assert 0.0 <= r.loop_share <= 1.0
+        assert 0.0 <= r.opening_top_share <= 1.0
+    for d in [*r.seq_rep.values(), *r.dup_ngram_char_share.values()]:
+        assert d.n == n
+        if n:
+            assert 0.0 <= d.p50 <= d.p90 <= d.max <= 1.0 and 0.0 <= d.mean <= 1.0
+    for loop in r.loops:
+        assert 0.0 < loop.coverage_share <= 1.0 and loop.n_repeats >= 3 and loop.unit
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(ANY_TEXT, max_size=8))
+def test_no_text_crashes_repetition_stats(texts):
+    r = repetition_stats(texts)
+    _check_bounds(r, len(texts))
+
+
+@settings(max_examples=80, deadline=None)
+@given(ANY_TEXT)
+def test_no_text_crashes_detect_loop(text):
+    loop = detect_loop(text)
+    if loop is not None:
+        assert 0 <= loop.start_char < loop.end_char <= len(text)
+        assert loop.unit and loop.n_repeats >= 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        ("The quick brown fox. 中文字符 😀 \u05e9\u05dc\u05d5\u05dd " * 3100)[:100_000],
+        ("我们需要继续努力，" * 12_000)[:100_000],
+        "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(100_000)),
+        ("word%d " % 0) * 20_000,
+    ],
+)
+def test_hundred_thousand_characters(text):
+    assert len(text) >= 100_000
+    loop = detect_loop(text)
+    r = repetition_stats([text, text[:50]])
+    _check_bounds(r, 2)
+    if loop is not None:
+        assert loop.end_char <= len(text)
