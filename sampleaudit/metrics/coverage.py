@@ -1,0 +1,440 @@
+"""Cluster coverage: how many of the baseline's semantic clusters a checkpoint's samples cover.
+
+The partition is fitted on the baseline only, once (`fit_baseline_clusters`), then reused for
+every checkpoint (`coverage`, `sample_clusters`):
+1. rows are L2-normalised and projected by PCA to PCA_DIMS (32) dimensions (fixed random_state);
+   HDBSCAN is slow in 384 dimensions and density estimates degrade there.
+2. HDBSCAN (min_cluster_size = max(10, round(0.01 * n)): clusters smaller than 1% of the
+   baseline are not "semantic clusters") gives the natural cluster count and the noise share.
+3. If HDBSCAN leaves most points as noise (noise share > 0.5) or finds fewer than 2 clusters, its
+   partition says little about the data (on 3,000 diverse English texts it found 2-5 clusters
+   and 86-96% noise), so coverage falls back to k-means with k = clip(round(sqrt(n / 5)), 8, 40): 24 at
+   n = 3,000, where k = 20-40 separated healthy, mildly and fully collapsed samples (on
+   data_samples/ at k = 24: coverage 1.0 / 0.79 / 0.46); at most 40 so that a 1,000-sample
+   checkpoint still expects ~25 samples per cluster and sampling noise alone rarely drops a
+   share below half; at least 8 so coverage is not a coarse 1/2 or 2/3.
+Coverage is mass-aware: a cluster is covered only when the checkpoint puts at least
+`min_mass_ratio` times the baseline's share of its samples there; one stray sample is not enough.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.spatial.distance import jensenshannon
+from sklearn.cluster import KMeans
+from sklearn.decomposition import PCA
+
+from ..errors import InputError
+from ._validate import check_embeddings, check_unit_norm
+
+PCA_DIMS = 32
+MAX_NOISE_SHARE = 0.5
+MIN_NATURAL_CLUSTERS = 2
+KMEANS_N_INIT = 4
+N_EXAMPLES = 3
+MIN_BASELINE_ROWS = 10
+
+
+def hdbscan_min_cluster_size(n: int) -> int:
+    """HDBSCAN's min_cluster_size for n points: 1% of them, at least 10."""
+    return max(10, round(0.01 * n))
+
+
+def kmeans_n_clusters(n: int) -> int:
+    """k of the k-means fallback for a baseline of n rows: clip(round(sqrt(n / 5)), 8, 40), <= n."""
+    return int(min(n, np.clip(round(np.sqrt(n / 5)), 8, 40)))
+
+
+@dataclass(frozen=True)
+class ClusterExample:
+    """A baseline row near a cluster's centre."""
+
+    index: int
+    id: str | None
+    text: str | None
+
+
+@dataclass(frozen=True)
+class BaselineClustersSummary:
+    """The baseline partition, for the results model."""
+
+    n_baseline: int
+    method: str  # "hdbscan" | "kmeans"
+    baseline_clusters: int  # K of the partition used for coverage
+    natural_clusters: int  # clusters HDBSCAN found, whichever partition is used
+    natural_noise_share: float  # share of baseline rows HDBSCAN left as noise
+    min_cluster_size: int
+    pca_dims: int
+    pca_explained_variance: float
+    seed: int
+    cluster_shares: list[float]  # baseline share of each cluster, over all baseline rows
+
+
+@dataclass(frozen=True)
+class ClusterShare:
+    """One cluster's share of the baseline and of the samples."""
+
+    cluster: int
+    n_baseline: int
+    baseline_share: float
+    n_samples: int
+    sample_share: float
+    covered: bool
+
+
+@dataclass(frozen=True)
+class MissingCluster:
+    """A baseline cluster the samples do not cover, with baseline rows near its centre."""
+
+    cluster: int
+    baseline_share: float
+    sample_share: float
+    n_samples: int
+    examples: list[ClusterExample]
+
+
+@dataclass(frozen=True)
+class CoverageResult:
+    """Mass-aware coverage of the baseline's clusters by one set of samples.
+
+    Shares are over all rows, unassigned (HDBSCAN noise) included; `js_divergence` (base 2, in
+    [0, 1]) compares the two distributions over the K clusters plus the unassigned bucket.
+    """
+
+    n_samples: int
+    method: str  # "hdbscan" | "kmeans"
+    assignment: str  # "approximate_predict" | "nearest_centre"
+    natural_clusters: int
+    baseline_clusters: int
+    covered_clusters: int
+    coverage_ratio: float
+    min_mass_ratio: float
+    js_divergence: float
+    n_unassigned: int
+    unassigned_share: float
+    baseline_unassigned_share: float
+    histogram: list[ClusterShare]
+    n_missing: int
+    missing_clusters: list[MissingCluster]  # largest baseline share first, capped
+    over_represented: list[ClusterShare]  # sample share >= over_ratio * baseline share
+
+
+@dataclass(frozen=True)
+class SampleClusters:
+    """Clusters the samples form on their own (HDBSCAN, same rule), next to the baseline's.
+
+    The baseline figure is measured on a seeded subsample of the samples' size, since HDBSCAN's
+    cluster count depends on n: the source article's "4 clusters vs 9".
+    """
+
+    n_samples: int
+    n_clusters: int
+    noise_share: float
+    min_cluster_size: int
+    baseline_n_clusters: int
+    baseline_noise_share: float
+    baseline_subsample_size: int
+
+
+@dataclass(eq=False)
+class BaselineClusters:
+    """A partition of the baseline, fitted once and reused for every checkpoint.
+
+    Holds fitted sklearn/hdbscan objects and arrays, so it is not part of the results model;
+    `summary()` is.
+    """
+
+    pca: PCA
+    hdbscan: Any  # hdbscan.HDBSCAN with prediction data, or None (too few rows to try)
+    kmeans: KMeans | None  # the fallback partition, when used
+    kmeans_map: np.ndarray | None  # raw k-means label -> cluster (-1: an empty k-means cluster)
+    method: str  # "hdbscan" | "kmeans"
+    labels: np.ndarray  # partition label of each baseline row, -1 noise
+    n_clusters: int
+    natural_clusters: int
+    natural_noise_share: float
+    min_cluster_size: int
+    examples: list[list[int]]  # per cluster, baseline rows nearest its centre
+    projected: np.ndarray  # PCA coordinates of the baseline rows
+    texts: list[str] | None
+    ids: list[str] | None
+    seed: int
+    dim: int
+    shares: np.ndarray = field(init=False)  # baseline share of each cluster, over all rows
+
+    def __post_init__(self):
+        counts = np.bincount(self.labels[self.labels >= 0], minlength=self.n_clusters)
+        self.shares = counts / self.labels.size
+
+    @property
+    def n_baseline(self) -> int:
+        return int(self.labels.size)
+
+    def summary(self) -> BaselineClustersSummary:
+        return BaselineClustersSummary(
+            n_baseline=self.n_baseline,
+            method=self.method,
+            baseline_clusters=self.n_clusters,
+            natural_clusters=self.natural_clusters,
+            natural_noise_share=round(self.natural_noise_share, 6),
+            min_cluster_size=self.min_cluster_size,
+            pca_dims=int(self.pca.n_components_),
+            pca_explained_variance=round(float(self.pca.explained_variance_ratio_.sum()), 6),
+            seed=self.seed,
+            cluster_shares=[round(float(s), 6) for s in self.shares],
+        )
+
+    def project(self, embeddings, *, name: str = "sample embeddings") -> np.ndarray:
+        """Validate rows of the baseline's dimension and project them into the PCA space."""
+        x = check_unit_norm(check_embeddings(embeddings, name=name))
+        if x.shape[1] != self.dim:
+            raise InputError(
+                f"{name} have dim {x.shape[1]} but the baseline has {self.dim}; "
+                "embed both with the same model"
+            )
+        return self.pca.transform(x).astype(np.float32)
+
+    def assign(self, embeddings) -> np.ndarray:
+        """Baseline cluster of each row (-1: unassigned, i.e. HDBSCAN noise)."""
+        return self._assign(self.project(embeddings))
+
+    def _assign(self, z: np.ndarray) -> np.ndarray:
+        if self.method == "kmeans":
+            return self.kmeans_map[self.kmeans.predict(z)]
+        import hdbscan
+
+        labels, _ = hdbscan.approximate_predict(self.hdbscan, z)
+        return np.asarray(labels, dtype=np.int64)
+
+
+def _canonical_order(z: np.ndarray) -> np.ndarray:
+    """A permutation that sorts rows lexicographically: fits then do not depend on row order."""
+    return np.lexsort(z.T[::-1])
+
+
+def _hdbscan(z: np.ndarray, min_cluster_size: int, *, prediction_data: bool):
+    """Fit HDBSCAN on rows in canonical order; return (model or None, labels in input order)."""
+    import hdbscan
+
+    if z.shape[0] < 2 * min_cluster_size:
+        return None, np.full(z.shape[0], -1, dtype=np.int64)
+    perm = _canonical_order(z)
+    model = hdbscan.HDBSCAN(min_cluster_size=min_cluster_size, prediction_data=prediction_data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(z[perm])
+    labels = np.empty(z.shape[0], dtype=np.int64)
+    labels[perm] = model.labels_
+    return model, labels
+
+
+def _n_clusters_and_noise(labels: np.ndarray) -> tuple[int, float]:
+    return int(np.unique(labels[labels >= 0]).size), float((labels < 0).mean())
+
+
+def _nearest_to_centre(z: np.ndarray, labels: np.ndarray, k: int, centres=None) -> list[list[int]]:
+    """Indices of the N_EXAMPLES rows nearest each cluster's centre (ties: lower index first)."""
+    out = []
+    for c in range(k):
+        members = np.flatnonzero(labels == c)
+        centre = centres[c] if centres is not None else z[members].mean(axis=0)
+        dist = ((z[members] - centre) ** 2).sum(axis=1)
+        out.append([int(m) for m in members[np.argsort(dist, kind="stable")[:N_EXAMPLES]]])
+    return out
+
+
+def _check_strings(values, n: int, name: str) -> list[str] | None:
+    if values is None:
+        return None
+    out = [str(v) for v in values]
+    if len(out) != n:
+        raise InputError(f"{name} must have one entry per baseline row ({n}); got {len(out)}")
+    return out
+
+
+def fit_baseline_clusters(
+    baseline_embeddings,
+    *,
+    texts: Sequence[str] | None = None,
+    ids: Sequence[str] | None = None,
+    seed: int = 0,
+    pca_dims: int = PCA_DIMS,
+    n_clusters: int | None = None,
+    max_noise_share: float = MAX_NOISE_SHARE,
+) -> BaselineClusters:
+    """Fit the baseline partition (see the module docstring). Results do not depend on row order.
+
+    `n_clusters` overrides k of the k-means fallback.
+    """
+    x = check_embeddings(baseline_embeddings, name="baseline embeddings", min_rows=MIN_BASELINE_ROWS)
+    x = check_unit_norm(x)
+    n, d = x.shape
+    if pca_dims < 1:
+        raise InputError(f"pca_dims must be >= 1; got {pca_dims}")
+    if n_clusters is not None and not 2 <= n_clusters <= n:
+        raise InputError(f"n_clusters must lie in [2, {n}] (the baseline rows); got {n_clusters}")
+    if not 0.0 <= max_noise_share <= 1.0:
+        raise InputError(f"max_noise_share must lie in [0, 1]; got {max_noise_share}")
+    texts_ = _check_strings(texts, n, "texts")
+    ids_ = _check_strings(ids, n, "ids")
+
+    # PCA fitted in canonical row order, so the projection does not depend on the input order.
+    perm = _canonical_order(x)
+    pca = PCA(n_components=min(pca_dims, d, n), random_state=seed).fit(x[perm])
+    z = pca.transform(x).astype(np.float32)
+    mcs = hdbscan_min_cluster_size(n)
+    model, hlabels = _hdbscan(z, mcs, prediction_data=True)
+    natural, noise = _n_clusters_and_noise(hlabels)
+
+    kmeans, kmeans_map = None, None
+    if natural >= MIN_NATURAL_CLUSTERS and noise <= max_noise_share:
+        method, labels, k, centres = "hdbscan", hlabels, natural, None
+    else:
+        method, k = "kmeans", n_clusters or kmeans_n_clusters(n)
+        with warnings.catch_warnings():  # fewer distinct rows than k: some clusters stay empty
+            warnings.simplefilter("ignore")
+            kmeans = KMeans(n_clusters=k, n_init=KMEANS_N_INIT, random_state=seed).fit(z[perm])
+        raw = np.empty(n, dtype=np.int64)
+        raw[perm] = kmeans.labels_
+        used = np.unique(raw)  # drop empty clusters: map raw k-means labels to 0..K-1 (-1 empty)
+        kmeans_map = np.full(k, -1, dtype=np.int64)
+        kmeans_map[used] = np.arange(used.size)
+        labels, centres, k = kmeans_map[raw], kmeans.cluster_centers_[used], int(used.size)
+    return BaselineClusters(
+        pca=pca, hdbscan=model, kmeans=kmeans, kmeans_map=kmeans_map, method=method,
+        labels=labels, n_clusters=k,
+        natural_clusters=natural, natural_noise_share=noise, min_cluster_size=mcs,
+        examples=_nearest_to_centre(z, labels, k, centres), projected=z, texts=texts_, ids=ids_,
+        seed=seed, dim=d,
+    )
+
+
+def _counts(labels: np.ndarray, k: int) -> np.ndarray:
+    """Samples per cluster, with the unassigned count last: shape (k + 1,)."""
+    return np.bincount(np.where(labels < 0, k, labels), minlength=k + 1)
+
+
+def _covered(counts: np.ndarray, baseline_shares: np.ndarray, min_mass_ratio: float) -> np.ndarray:
+    """Mass-aware coverage of each cluster from sample counts (k + 1,) (trusted input)."""
+    shares = counts[:-1] / counts.sum()
+    return (counts[:-1] > 0) & (shares >= min_mass_ratio * baseline_shares)
+
+
+def _example(clusters: BaselineClusters, i: int) -> ClusterExample:
+    return ClusterExample(
+        index=i,
+        id=clusters.ids[i] if clusters.ids is not None else None,
+        text=clusters.texts[i] if clusters.texts is not None else None,
+    )
+
+
+def _check_ratios(min_mass_ratio: float, over_ratio: float) -> None:
+    if not 0.0 < min_mass_ratio:
+        raise InputError(f"min_mass_ratio must be > 0; got {min_mass_ratio}")
+    if not over_ratio > 1.0:
+        raise InputError(f"over_ratio must be > 1; got {over_ratio}")
+
+
+def coverage(
+    clusters: BaselineClusters,
+    sample_embeddings,
+    *,
+    min_mass_ratio: float = 0.5,
+    over_ratio: float = 2.0,
+    max_listed: int = 10,
+) -> CoverageResult:
+    """Mass-aware coverage of `clusters` (from `fit_baseline_clusters`) by the samples.
+
+    A cluster is covered when the samples put at least `min_mass_ratio` times its baseline share
+    into it; over-represented when they put at least `over_ratio` times.
+    """
+    _check_ratios(min_mass_ratio, over_ratio)
+    labels = clusters.assign(sample_embeddings)
+    return _coverage_from_labels(clusters, labels, min_mass_ratio, over_ratio, max_listed)
+
+
+def _coverage_from_labels(
+    clusters: BaselineClusters, labels: np.ndarray, min_mass_ratio: float, over_ratio: float,
+    max_listed: int,
+) -> CoverageResult:
+    k, n = clusters.n_clusters, int(labels.size)
+    counts = _counts(labels, k)
+    base_counts = _counts(clusters.labels, k)
+    sample_shares = counts / n
+    base_shares = base_counts / clusters.n_baseline
+    covered = _covered(counts, clusters.shares, min_mass_ratio)
+    hist = [
+        ClusterShare(
+            cluster=c,
+            n_baseline=int(base_counts[c]),
+            baseline_share=round(float(base_shares[c]), 6),
+            n_samples=int(counts[c]),
+            sample_share=round(float(sample_shares[c]), 6),
+            covered=bool(covered[c]),
+        )
+        for c in range(k)
+    ]
+    missing = sorted((h for h in hist if not h.covered), key=lambda h: (-h.baseline_share, h.cluster))
+    ratio = np.divide(sample_shares[:k], base_shares[:k], out=np.zeros(k), where=base_shares[:k] > 0)
+    over = [h for h in hist if h.n_samples and ratio[h.cluster] >= over_ratio]
+    over.sort(key=lambda h: (-ratio[h.cluster], h.cluster))
+    js = float(jensenshannon(base_shares, sample_shares, base=2) ** 2)
+    return CoverageResult(
+        n_samples=n,
+        method=clusters.method,
+        assignment="approximate_predict" if clusters.method == "hdbscan" else "nearest_centre",
+        natural_clusters=clusters.natural_clusters,
+        baseline_clusters=k,
+        covered_clusters=int(covered.sum()),
+        coverage_ratio=round(float(covered.sum()) / k, 6),
+        min_mass_ratio=float(min_mass_ratio),
+        js_divergence=round(min(max(js, 0.0), 1.0), 6),
+        n_unassigned=int(counts[k]),
+        unassigned_share=round(float(sample_shares[k]), 6),
+        baseline_unassigned_share=round(float(base_shares[k]), 6),
+        histogram=hist,
+        n_missing=len(missing),
+        missing_clusters=[
+            MissingCluster(
+                cluster=h.cluster,
+                baseline_share=h.baseline_share,
+                sample_share=h.sample_share,
+                n_samples=h.n_samples,
+                examples=[_example(clusters, i) for i in clusters.examples[h.cluster]],
+            )
+            for h in missing[:max_listed]
+        ],
+        over_represented=over[:max_listed],
+    )
+
+
+def sample_clusters(
+    clusters: BaselineClusters, sample_embeddings, *, seed: int = 0
+) -> SampleClusters:
+    """HDBSCAN on the samples (baseline PCA, same min_cluster_size rule) vs a same-size baseline."""
+    z = clusters.project(sample_embeddings)
+    m = z.shape[0]
+    mcs = hdbscan_min_cluster_size(m)
+    n_clusters, noise = _n_clusters_and_noise(_hdbscan(z, mcs, prediction_data=False)[1])
+    base = clusters.projected
+    if base.shape[0] > m:
+        base = base[np.random.default_rng(seed).choice(base.shape[0], m, replace=False)]
+        b_clusters, b_noise = _n_clusters_and_noise(
+            _hdbscan(base, hdbscan_min_cluster_size(m), prediction_data=False)[1]
+        )
+    else:  # the whole baseline, already clustered by the same rule in fit_baseline_clusters
+        b_clusters, b_noise = clusters.natural_clusters, clusters.natural_noise_share
+    return SampleClusters(
+        n_samples=m,
+        n_clusters=n_clusters,
+        noise_share=round(noise, 6),
+        min_cluster_size=mcs,
+        baseline_n_clusters=b_clusters,
+        baseline_noise_share=round(b_noise, 6),
+        baseline_subsample_size=int(base.shape[0]),
+    )
