@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import InputError
 
@@ -44,22 +44,91 @@ class SimilarityConfig(_Section):
     threshold: float | None = Field(
         None, ge=-1.0, le=1.0,
         description="cosine at or above which a sample's nearest neighbour counts as highly similar; "
-        "unset: calibrated from the baseline, else the embedder's default",
+        "unset: calibrated from the baseline, else the embedder's default (metrics/calibration.py)",
     )
-    default_threshold: float = Field(0.90, ge=-1.0, le=1.0, description="used without a baseline or an explicit threshold")
+    calibration_quantile: float = Field(
+        0.95, gt=0.0, lt=1.0,
+        description="calibrated threshold = this quantile of the baseline's nearest-neighbour similarity "
+        "on subsamples of the checkpoint's size",
+    )
+    calibration_draws: int = Field(5, ge=1, description="seeded baseline subsamples averaged for the calibration")
+    near_duplicate_threshold: float = Field(0.95, ge=-1.0, le=1.0, description="cosine linking near-duplicate samples into groups")
     block_size: int = Field(1024, ge=1, description="rows per block of the similarity computation (memory O(n * block))")
     histogram_bins: int = Field(100, description="bins of the reported histograms over [-1, 1]; must divide 2000")
 
 
-class ShareCheck(_Section):
+class CoverageConfig(_Section):
+    min_mass_ratio: float = Field(
+        0.5, gt=0.0,
+        description="a baseline cluster is covered when the checkpoint puts at least this fraction of the "
+        "baseline's share of samples into it",
+    )
+    over_ratio: float = Field(2.0, gt=1.0, description="clusters with at least this multiple of the baseline share are over-represented")
+    pca_dims: int = Field(32, ge=2, description="dimensions kept by PCA (fitted on the baseline) before clustering")
+    max_noise_share: float = Field(
+        0.5, ge=0.0, le=1.0,
+        description="when HDBSCAN leaves more of the baseline as noise, coverage uses k-means instead",
+    )
+    n_clusters: int | None = Field(None, ge=2, description="k of the k-means fallback; unset: a rule on the baseline size")
+
+
+class StatsConfig(_Section):
+    n_resamples: int = Field(200, ge=10, description="bootstrap resamples behind every interval")
+    confidence: float = Field(0.95, gt=0.0, lt=1.0, description="coverage of the bootstrap intervals")
+
+
+class RepetitionConfig(_Section):
+    min_repeats: int = Field(3, ge=2, description="whole copies of a unit that make a loop")
+    min_loop_tokens: int = Field(16, ge=1, description="tokens a loop must span (emphasis and short chants stay out)")
+    min_coverage: float = Field(0.2, ge=0.0, le=1.0, description="share of the sample's characters a loop must cover")
+    max_variation: float = Field(0.2, ge=0.0, lt=1.0, description="share of a unit's tokens that may differ between copies")
+    opening_tokens: int = Field(10, ge=1, description="tokens that make an opening when a sample has no sentence break")
+    self_bleu_sample: int = Field(200, ge=2, description="samples in the seeded self-BLEU subsample (it is O(n^2))")
+    ead_vocab_size: int = Field(50_000, ge=2, description="vocabulary size V of expectation-adjusted distinct-n")
+
+
+class UpperLimits(_Section):
+    """Limits of a share where higher is worse: warn above `warn`, fail above `fail`."""
+
     warn: float = Field(ge=0.0, le=1.0)
     fail: float = Field(ge=0.0, le=1.0)
 
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.warn > self.fail:
+            raise ValueError(f"warn ({self.warn}) must not be above fail ({self.fail})")
+        return self
+
+
+class LowerLimits(_Section):
+    """Limits of a share where lower is worse: warn below `warn`, fail below `fail`."""
+
+    warn: float = Field(ge=0.0, le=1.0)
+    fail: float = Field(ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.warn < self.fail:
+            raise ValueError(f"warn ({self.warn}) must not be below fail ({self.fail})")
+        return self
+
 
 class ChecksConfig(_Section):
-    mode_collapse: ShareCheck = Field(
-        ShareCheck(warn=0.15, fail=0.30),
+    mode_collapse: UpperLimits = Field(
+        UpperLimits(warn=0.15, fail=0.30),
         description="share of samples with a highly similar neighbour; fail above 30% (source article 5.3)",
+    )
+    coverage: LowerLimits = Field(
+        LowerLimits(warn=0.85, fail=0.60),
+        description="share of baseline clusters covered; fail below 0.60, warn below 0.85",
+    )
+    repetition_loops: UpperLimits = Field(
+        UpperLimits(warn=0.02, fail=0.10),
+        description="share of samples that end in a repetition loop; fail above 10%, warn above 2%",
+    )
+    repeated_openings: UpperLimits = Field(
+        UpperLimits(warn=0.15, fail=0.60),
+        description="share of samples starting with the most common opening; fail above 60% (source article 3.1)",
     )
 
 
@@ -74,6 +143,9 @@ class Config(_Section):
     fail_on: Literal["warn", "fail", "never"] = Field("fail", description="which status makes the exit code 1")
     embed: EmbedConfig = EmbedConfig()
     similarity: SimilarityConfig = SimilarityConfig()
+    coverage: CoverageConfig = CoverageConfig()
+    repetition: RepetitionConfig = RepetitionConfig()
+    stats: StatsConfig = StatsConfig()
     checks: ChecksConfig = ChecksConfig()
     report: ReportConfig = ReportConfig()
 

@@ -13,7 +13,14 @@ from typing import Literal
 from pydantic import TypeAdapter, ValidationError
 
 from .errors import InputError
-from .metrics.similarity import Distribution, Histogram
+from .metrics.calibration import ScriptShare
+from .metrics.coverage import BaselineClustersSummary, CoverageResult, SampleClusters
+from .metrics.lexical import LexicalResult
+from .metrics.neardup import NearDuplicateGroup
+from .metrics.prompts import PromptDiversityResult
+from .metrics.repetition import RepetitionResult
+from .metrics.similarity import SimilarityResult
+from .metrics.stats import Interval
 
 SCHEMA_VERSION = 1
 Status = Literal["pass", "warn", "fail"]
@@ -50,20 +57,55 @@ class PairView:
 
 
 @dataclass(frozen=True)
-class SimilaritySection:
-    """Pairwise and nearest-neighbour similarity of one set, with the threshold's origin."""
+class SimilaritySection(SimilarityResult):
+    """Similarity of one set (metrics.similarity), with the threshold's origin, an interval for
+    high_similarity_share, the Vendi score and near-duplicate groups."""
 
-    n_samples: int
-    mean: float
-    quantiles: dict[str, float]
-    histogram: Histogram
-    nearest_neighbor: Distribution
-    threshold: float
-    threshold_source: str
-    threshold_description: str
-    high_similarity_share: float
-    n_high_similarity: int
+    threshold_source: str = "config"
+    threshold_description: str = ""
+    high_similarity_share_interval: Interval | None = None
+    vendi_score: float | None = None
+    vendi_score_interval: Interval | None = None
+    near_duplicate_threshold: float | None = None
+    near_duplicate_share: float | None = None
+    n_near_duplicate_groups: int | None = None
+    near_duplicate_groups: list[NearDuplicateGroup] = field(default_factory=list)
     most_similar_pairs: list[PairView] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CoverageSection(CoverageResult):
+    """Mass-aware coverage of the baseline's clusters (metrics.coverage), with an interval and
+    the number of clusters the checkpoint's own samples form (`sample_clusters`)."""
+
+    coverage_ratio_interval: Interval | None = None
+    sample_clusters: int | None = None
+    sample_clustering: SampleClusters | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Data vs model (source pitfall 4): is the checkpoint less diverse than its training data?
+
+    `kind`: "model_less_diverse", "data_homogeneous" or "as_diverse_as_data".
+    """
+
+    kind: str
+    message: str
+    figures: dict[str, float | None]
+
+
+@dataclass(frozen=True)
+class LoopView:
+    """A looped sample with its text, so a report can highlight the loop."""
+
+    id: str
+    text: str
+    unit: str
+    n_repeats: int
+    start_char: int
+    end_char: int
+    coverage_share: float
 
 
 @dataclass(frozen=True)
@@ -93,14 +135,46 @@ class BaselineResult(SetResult):
 
     subsample_size: int = 0
     similarity: SimilaritySection | None = None
+    coverage: BaselineClustersSummary | None = None
+    repetition: RepetitionResult | None = None
+    lexical: LexicalResult | None = None
+    scripts: ScriptShare | None = None
 
 
 @dataclass(frozen=True)
 class CheckpointResult(SetResult):
     similarity: SimilaritySection | None = None
+    coverage: CoverageSection | None = None
+    repetition: RepetitionResult | None = None
+    lexical: LexicalResult | None = None
+    prompts: PromptDiversityResult | None = None
+    scripts: ScriptShare | None = None
+    verdict: Verdict | None = None
     checks: list[CheckResult] = field(default_factory=list)
     status: Status = "pass"
     examples: list[SampleView] = field(default_factory=list)
+    worst_loops: list[LoopView] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RankingNote:
+    """How two checkpoints adjacent in the ranking compare; `within_noise` when no figure that
+    carries an interval differs beyond it."""
+
+    better: str
+    worse: str
+    within_noise: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class EmbeddingMap:
+    """2-D PCA coordinates (fitted on the baseline, else on all sets) of a seeded subsample of
+    each set, for the report's map."""
+
+    explained_variance: float
+    baseline: list[list[float]]
+    checkpoints: dict[str, list[list[float]]]
 
 
 @dataclass(frozen=True)
@@ -124,6 +198,8 @@ class AuditResult:
     ranking: list[str]
     ranking_rule: str
     provenance: Provenance
+    ranking_notes: list[RankingNote] = field(default_factory=list)
+    map: EmbeddingMap | None = None
     warnings: list[str] = field(default_factory=list)
 
     def checkpoint(self, name: str) -> CheckpointResult:

@@ -28,8 +28,11 @@ def collapsed(n):
     return [TOPICS[0] + "." if i % 5 else f"{TOPICS[i % 8]} variant {i}" for i in range(n)]
 
 
-@pytest.fixture
-def result(hashing_embedder):
+@pytest.fixture(scope="module")
+def result():
+    from sampleaudit.embed.hashing import HashingEmbedder
+
+    hashing_embedder = HashingEmbedder(dim=256)
     sets = [SampleSet.from_texts(healthy(80, 1), name="ckpt-20k"), SampleSet.from_texts(collapsed(80), name="ckpt-35k")]
     base = SampleSet.from_texts(healthy(200, 2), name="train")
     return audit(sets, baseline=base, embedder=hashing_embedder, config=Config())
@@ -41,7 +44,7 @@ def test_collapsed_fails_and_ranks_last(result):
     assert collapsed_ck.similarity.high_similarity_share >= 0.8
     assert healthy_ck.similarity.high_similarity_share < collapsed_ck.similarity.high_similarity_share
     assert result.ranking == ["ckpt-20k", "ckpt-35k"]
-    assert [c.name for c in collapsed_ck.checks] == ["mode_collapse"]
+    assert [c.name for c in collapsed_ck.checks] == ["mode_collapse", "coverage", "repetition_loops", "repeated_openings"]
 
 
 def test_baseline_measured_on_same_size_subsample(result):
