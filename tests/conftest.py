@@ -30,3 +30,21 @@ def hashing_embedder():
     from sampleaudit.embed.hashing import HashingEmbedder
 
     return HashingEmbedder(dim=256)
+
+
+@pytest.fixture(scope="session")
+def real_cache_dir(tmp_path_factory):
+    """One embedding cache for every test that uses the real model, so each text is embedded once."""
+    return tmp_path_factory.mktemp("real-model-cache")
+
+
+@pytest.fixture(scope="session")
+def demo_result(real_cache_dir):
+    """The whole demo (data_samples/) audited with the real default model, once per session."""
+    from sampleaudit import audit
+    from sampleaudit.embed import EmbeddingCache, load_embedder
+
+    data = Path(__file__).resolve().parent.parent / "data_samples"
+    checkpoints = sorted(data.glob("ckpt-*.jsonl"))
+    return audit(checkpoints, baseline=data / "baseline.jsonl", embedder=load_embedder(device="cpu"),
+                 cache=EmbeddingCache(real_cache_dir))

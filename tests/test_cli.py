@@ -102,7 +102,7 @@ def test_report_of_a_bad_json_is_exit_2(tmp_path, capsys):
 
 
 @pytest.mark.slow
-def test_end_to_end_with_the_real_default_model(tmp_path, write_jsonl):
+def test_end_to_end_with_the_real_default_model(tmp_path, write_jsonl, real_cache_dir, demo_result):
     """A slice of data_samples through `python -m sampleaudit audit` with all-MiniLM-L6-v2."""
     def head(name, n):
         lines = (DATA / name).read_text(encoding="utf-8").splitlines()[:n]
@@ -111,9 +111,12 @@ def test_end_to_end_with_the_real_default_model(tmp_path, write_jsonl):
     healthy, collapsed = head("ckpt-20k.jsonl", 120), head("ckpt-35k.jsonl", 120)
     base = head("baseline.jsonl", 240)
     out = tmp_path / "out"
+    import os
+
+    env = {**os.environ, "SAMPLEAUDIT_CACHE_DIR": str(real_cache_dir)}  # demo_result filled it
     proc = subprocess.run(
         [sys.executable, "-m", "sampleaudit", "audit", str(healthy), str(collapsed), "--baseline", str(base),
-         "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=600,
+         "--out", str(out), "--quiet"], capture_output=True, text=True, timeout=600, env=env,
     )
     assert proc.returncode == 1, proc.stderr  # the collapsed checkpoint fails
     assert "ckpt-35k fails mode_collapse" in proc.stdout
