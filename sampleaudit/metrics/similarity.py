@@ -96,11 +96,15 @@ def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024) -> Near
     for start, sims in iter_similarity_blocks(embeddings, block_size=block_size):
         rows = np.arange(start, start + sims.shape[0])
         np.clip(sims, -1.0, 1.0, out=sims)
-        upper = np.arange(n)[None, :] > rows[:, None]
-        pairs = sims[upper]
+        pairs = sims[np.arange(n)[None, :] > rows[:, None]]  # this block's part of the upper triangle
         total += float(pairs.sum(dtype=np.float64))
-        bins = np.minimum(((pairs + 1.0) * (_FINE_BINS / 2)).astype(np.int64), _FINE_BINS - 1)
+        pairs += 1.0  # in place, then float32 -> int32 bins: the block's memory is reused
+        pairs *= _FINE_BINS / 2
+        bins = pairs.astype(np.int32)
+        del pairs
+        np.minimum(bins, _FINE_BINS - 1, out=bins)
         counts += np.bincount(bins, minlength=_FINE_BINS)
+        del bins
         sims[np.arange(sims.shape[0]), rows] = -np.inf
         nn_idx[rows] = sims.argmax(axis=1)
         nn_sim[rows] = sims[np.arange(sims.shape[0]), nn_idx[rows]]
