@@ -71,7 +71,7 @@ def worst(statuses: Sequence[Status]) -> Status:
 # --- data vs model -------------------------------------------------------------------------
 
 #: A checkpoint whose Vendi score falls below this share of the baseline's (same size) is less
-#: diverse than its data; so is one whose high-similarity interval lies above the baseline's share.
+#: diverse than its data; so is one whose high-similarity interval lies above the baseline's.
 VENDI_RATIO_LIMIT = 0.8
 
 
@@ -80,28 +80,32 @@ def data_vs_model(ck: SimilaritySection, base: SimilaritySection, config: Config
 
     Both sets are measured at the same size and the same threshold. The model is less diverse
     when its Vendi score is below VENDI_RATIO_LIMIT of the baseline's, or when its
-    high_similarity_share interval lies wholly above the baseline's share. Otherwise, when the
-    baseline itself would warn on mode_collapse, the data is this homogeneous; else the
-    checkpoint is as diverse as its data.
+    high_similarity_share interval lies wholly above the baseline's. Otherwise, when the
+    baseline itself is homogeneous in absolute terms (its share of samples with a neighbour at
+    the embedder's fixed threshold would warn on mode_collapse), the data is this homogeneous;
+    else the checkpoint is as diverse as its data.
     """
     ratio = ck.vendi_score / base.vendi_score if ck.vendi_score and base.vendi_score else None
-    low = ck.high_similarity_share_interval.low if ck.high_similarity_share_interval else ck.high_similarity_share
+    no_interval = Interval(ck.high_similarity_share, ck.high_similarity_share)
+    shares = compare(base.high_similarity_share, base.high_similarity_share_interval or no_interval,
+                     ck.high_similarity_share, ck.high_similarity_share_interval or no_interval)
     figures = {
         "high_similarity_share": ck.high_similarity_share,
         "baseline_high_similarity_share": base.high_similarity_share,
         "vendi_score": ck.vendi_score,
         "baseline_vendi_score": base.vendi_score,
         "vendi_ratio": round(ratio, 6) if ratio is not None else None,
-        "mean_similarity": ck.mean,
-        "baseline_mean_similarity": base.mean,
+        "fixed_threshold_share": ck.fixed_threshold_share,
+        "baseline_fixed_threshold_share": base.fixed_threshold_share,
     }
-    share_text = f"{ck.high_similarity_share:.1%} vs {base.high_similarity_share:.1%} highly similar"
-    vendi_text = (f"Vendi {ck.vendi_score:.1f} vs {base.vendi_score:.1f} on {base.n_samples} baseline samples"
-                  if ratio is not None else "")
-    numbers = "; ".join(t for t in (share_text, vendi_text) if t)
-    if (ratio is not None and ratio < VENDI_RATIO_LIMIT) or low > base.high_similarity_share:
+    numbers = f"{ck.high_similarity_share:.1%} vs {base.high_similarity_share:.1%} highly similar"
+    if ratio is not None:
+        numbers += f"; Vendi {ck.vendi_score:.1f} vs {base.vendi_score:.1f} on {base.n_samples} baseline samples"
+    if (ratio is not None and ratio < VENDI_RATIO_LIMIT) or shares.verdict == "higher":
         return Verdict("model_less_diverse", f"The model is less diverse than its data ({numbers}).", figures)
-    if base.high_similarity_share > config.checks.mode_collapse.warn:
+    base_abs = base.fixed_threshold_share
+    if base_abs is not None and base_abs > config.checks.mode_collapse.warn:
+        numbers += f"; {base_abs:.1%} of the baseline has a neighbour at cosine >= {base.fixed_threshold:.2f}"
         return Verdict("data_homogeneous", f"The data itself is this homogeneous ({numbers}).", figures)
     return Verdict("as_diverse_as_data", f"The samples are about as diverse as the data ({numbers}).", figures)
 

@@ -28,7 +28,13 @@ from .config import Config
 from .embed import Embedder, EmbeddingCache, embed_texts, load_embedder
 from .errors import InputError
 from .metrics import stats
-from .metrics.calibration import ThresholdCalibration, calibrate_threshold, model_scripts, script_share
+from .metrics.calibration import (
+    ThresholdCalibration,
+    calibrate_threshold,
+    model_scripts,
+    model_threshold,
+    script_share,
+)
 from .metrics.coverage import BaselineClusters, coverage, fit_baseline_clusters, sample_clusters
 from .metrics.lexical import lexical_diversity
 from .metrics.neardup import near_duplicates
@@ -83,7 +89,7 @@ def _subsample(samples: SampleSet, emb: np.ndarray, size: int, seed: int) -> tup
 
 
 def similarity_section(samples: SampleSet, emb: np.ndarray, cal: ThresholdCalibration,
-                       config: Config) -> SimilaritySection:
+                       config: Config, model_id: str) -> SimilaritySection:
     """Similarity, near-duplicate groups, Vendi and their intervals for one set."""
     cfg, seed = config.similarity, config.seed
     sim, nn = similarity_distribution(emb, threshold=cal.threshold, block_size=cfg.block_size,
@@ -99,6 +105,8 @@ def similarity_section(samples: SampleSet, emb: np.ndarray, cal: ThresholdCalibr
         high_similarity_share_interval=stats.high_similarity_share_interval(
             nn.similarity, threshold=cal.threshold, n_resamples=config.stats.n_resamples,
             confidence=config.stats.confidence, seed=seed),
+        fixed_threshold=model_threshold(model_id),
+        fixed_threshold_share=round(float((nn.similarity >= model_threshold(model_id)).mean()), 6),
         vendi_score=round(vendi_score(emb), 6),
         vendi_score_interval=stats.vendi_interval(emb, confidence=config.stats.confidence, seed=seed),
         near_duplicate_threshold=dup.threshold,
@@ -154,7 +162,7 @@ class _Baseline:
         key = (n, cal.threshold)
         if key not in self._sections:
             sub, sub_emb = _subsample(self.samples, self.emb, n, self.config.seed)
-            self._sections[key] = similarity_section(sub, sub_emb, cal, self.config)
+            self._sections[key] = similarity_section(sub, sub_emb, cal, self.config, self.model_id)
         return self._sections[key]
 
     def result(self, n: int) -> BaselineResult:
@@ -194,7 +202,7 @@ def _checkpoint(s: SampleSet, emb: np.ndarray, base: _Baseline | None, config: C
     n = len(s)
     cal = base.calibration(n) if base else calibrate_threshold(
         n_samples=n, model=model_id, config_threshold=config.similarity.threshold)
-    sim = similarity_section(s, emb, cal, config)
+    sim = similarity_section(s, emb, cal, config, model_id)
     cov = _coverage_section(base.clusters, emb, config) if base else None
     rep = _repetition(s, config)
     prompts = None

@@ -59,11 +59,17 @@ class PairView:
 @dataclass(frozen=True)
 class SimilaritySection(SimilarityResult):
     """Similarity of one set (metrics.similarity), with the threshold's origin, an interval for
-    high_similarity_share, the Vendi score and near-duplicate groups."""
+    high_similarity_share, the Vendi score and near-duplicate groups.
+
+    `fixed_threshold_share` is the share of samples whose nearest neighbour reaches the
+    embedder's fixed (uncalibrated) threshold: an absolute figure, where high_similarity_share
+    is relative to the baseline once the threshold is calibrated."""
 
     threshold_source: str = "config"
     threshold_description: str = ""
     high_similarity_share_interval: Interval | None = None
+    fixed_threshold: float | None = None
+    fixed_threshold_share: float | None = None
     vendi_score: float | None = None
     vendi_score_interval: Interval | None = None
     near_duplicate_threshold: float | None = None

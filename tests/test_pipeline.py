@@ -104,3 +104,79 @@ def test_fail_on_and_exit_code(result):
     assert exit_code(result.checkpoints, "fail") == 1
     assert exit_code(result.checkpoints, "never") == 0
     assert exit_code([result.checkpoint("ckpt-20k")], "fail") == 0
+
+
+def _groups(rng, n_groups, per_group, dim=64, noise=0.05):
+    """Tight groups of vectors (cosine within a group about 0.9+), groups nearly orthogonal."""
+    centres = rng.normal(size=(n_groups, dim))
+    x = np.repeat(centres, per_group, axis=0) + noise * np.sqrt(dim) * rng.normal(size=(n_groups * per_group, dim)) / np.sqrt(dim) * 3
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _texts(n, seed):
+    return healthy(n, seed)
+
+
+def test_verdicts_tell_data_from_model():
+    rng = np.random.default_rng(0)
+    both = _groups(rng, 30, 16)
+    in_base = np.arange(len(both)) % 16 < 12
+    base_x, same_x = both[in_base], both[~in_base]  # the same homogeneous data, 12 and 4 per group
+    sets = [SampleSet.from_texts(_texts(120, 3), name="like-data"), SampleSet.from_texts(_texts(120, 4), name="narrow")]
+    narrow_x = base_x[rng.choice(36, 120)]  # answers drawn from 3 of the 30 groups only
+    base = SampleSet.from_texts(_texts(360, 5), name="train")
+    r = audit(sets, baseline=base, embeddings={"like-data": same_x, "narrow": narrow_x, "train": base_x})
+    like, narrow = r.checkpoint("like-data").verdict, r.checkpoint("narrow").verdict
+    assert r.baseline.similarity.fixed_threshold_share > 0.5  # the data is homogeneous in absolute terms
+    assert like.kind == "data_homogeneous", like
+    assert "data itself is this homogeneous" in like.message
+    assert narrow.kind == "model_less_diverse", narrow
+    assert narrow.figures["vendi_ratio"] < 0.5
+
+
+def test_two_samples_of_the_same_distribution_are_within_noise():
+    rng = np.random.default_rng(7)
+    unit = lambda n: (lambda v: v / np.linalg.norm(v, axis=1, keepdims=True))(rng.normal(size=(n, 48)))  # noqa: E731
+    sets = [SampleSet.from_texts(_texts(150, 10), name="a"), SampleSet.from_texts(_texts(150, 11), name="b")]
+    base = SampleSet.from_texts(_texts(400, 12), name="train")
+    r = audit(sets, baseline=base, embeddings={"a": unit(150), "b": unit(150), "train": unit(400)})
+    assert {c.status for c in r.checkpoints} == {"pass"}
+    (note,) = r.ranking_notes
+    assert note.within_noise, note
+    assert "within noise" in note.reason
+
+
+class _NamedHashing:
+    """The hashing embedder under the default model's id, to exercise model-specific tables."""
+
+    def __init__(self):
+        from sampleaudit.embed.hashing import HashingEmbedder
+
+        inner = HashingEmbedder(128)
+        self.encode, self.dim, self.device = inner.encode, inner.dim, inner.device
+        self.model_id = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_warns_when_samples_are_in_a_script_the_embedder_does_not_know():
+    zh = [f"模型在第{i}步之后开始重复同一句话，训练损失仍在下降。" for i in range(30)]
+    en = [f"sample number {i} talks about something else entirely" for i in range(30)]
+    r = audit([SampleSet.from_texts(zh, name="zh"), SampleSet.from_texts(en, name="en")], embedder=_NamedHashing())
+    warnings = [w for w in r.warnings if "script" in w]
+    assert len(warnings) == 1 and warnings[0].startswith("zh: 100% of samples are in cjk script")
+    assert "multilingual" in warnings[0]
+    assert r.checkpoint("zh").similarity.threshold_source == "model_default"
+
+
+def test_prompt_diversity_only_with_repeated_prompts(hashing_embedder):
+    texts = healthy(40, 20)
+    prompts = [f"prompt {i % 8}" for i in range(40)]
+    with_prompts = SampleSet.from_texts(texts, name="p", prompts=prompts)
+    without = SampleSet.from_texts(texts, name="q")
+    r = audit([with_prompts, without], embedder=hashing_embedder)
+    assert r.checkpoint("p").prompts.n_prompts == 8 and r.checkpoint("p").prompts.n_answers == 40
+    assert r.checkpoint("q").prompts is None
+
+
+def test_map_and_loops_in_results(result):
+    assert len(result.map.baseline) == 200 and set(result.map.checkpoints) == {"ckpt-20k", "ckpt-35k"}
+    assert all(len(p) == 2 for p in result.map.checkpoints["ckpt-35k"])

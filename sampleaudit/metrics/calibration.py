@@ -67,6 +67,11 @@ def _model_key(model: str) -> str:
     return model.rstrip("/").rsplit("/", 1)[-1].lower().replace("_", "-")
 
 
+def model_threshold(model: str | None) -> float:
+    """The fixed, uncalibrated threshold for `model`: its MODEL_THRESHOLDS entry or the generic one."""
+    return MODEL_THRESHOLDS.get(_model_key(model), GENERIC_THRESHOLD) if model else GENERIC_THRESHOLD
+
+
 def model_scripts(model: str) -> frozenset[str] | None:
     """The scripts `model` was trained on, or None when the model is not in MODEL_SCRIPTS."""
     return MODEL_SCRIPTS.get(_model_key(model))
