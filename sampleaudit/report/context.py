@@ -1,13 +1,36 @@
-"""The view model: AuditResult -> plain values a template can show. No metric is computed here."""
+"""The view model: AuditResult -> plain values a template can show. No metric is computed here.
+
+Each report section is built from its part of the results and is None when that part is absent
+(an older audit.json, or a metric not computed), so the template skips it cleanly. Sample text is
+hostile input: it is cut here (the full text stays in audit.json) and escaped by the template.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..results import AuditResult, SampleView
+from ..results import AuditResult, CheckpointResult, SampleView
 from . import charts
 
 DEFAULT_MAX_CHARS = 600
+SHORT_CHARS = 240  # texts that illustrate a figure (cluster examples, openings, group examples)
+LOOP_CONTEXT = 100  # characters shown before and after a highlighted loop
+LOOP_CHARS = 320  # characters of a loop shown (a few copies of the unit make the point)
+N_LOOPS_SHOWN = 4
+N_GROUPS_SHOWN = 5
+N_MISSING_SHOWN = 5
+N_EXAMPLES_PER_CLUSTER = 2
+N_IDS_SHOWN = 8
+MAX_ID_CHARS = 60
+STATUS_SYMBOL = {"pass": "✓", "warn": "!", "fail": "✗"}
+# Lexical figures shown next to the repetition figures: (field of LexicalResult, column title).
+LEXICAL_COLUMNS = [("distinct_1", "distinct-1"), ("distinct_2", "distinct-2"), ("distinct_3", "distinct-3"),
+                   ("ead_2", "EAD-2"), ("self_bleu", "self-BLEU")]
+
+
+# --------------------------------------------------------------------------------------------
+# small helpers
 
 
 @dataclass(frozen=True)
@@ -18,84 +41,575 @@ class ShownText:
     cut: int
 
 
-def shown(text: str, max_chars: int) -> ShownText:
+def shown(text: str | None, max_chars: int) -> ShownText:
+    text = text or ""
     if len(text) <= max_chars:
         return ShownText(text, 0)
     return ShownText(text[:max_chars], len(text) - max_chars)
 
 
+def _get(obj, *path, default=None):
+    """obj.a.b (or obj["a"]["b"]) when every step exists and is not None, else `default`."""
+    for name in path:
+        if obj is None:
+            return default
+        obj = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    return default if obj is None else obj
+
+
+def _set_label(name: str, is_baseline: bool) -> str:
+    if not is_baseline:
+        return name
+    return "baseline" if name == "baseline" else f"baseline: {name}"
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{x:.{digits}%}"
+
+
+def _num(x: float | None, fmt: str = ".3f") -> str:
+    return "–" if x is None else format(x, fmt)
+
+
+def _interval(section, name: str):
+    """The stored (low, high) interval of `name` in `section`, or None (not computed)."""
+    iv = _get(section, name + "_interval")
+    if iv is None:
+        iv = _get(section, "intervals", name)
+    if iv is None:
+        return None
+    low, high = _get(iv, "low"), _get(iv, "high")
+    return None if low is None or high is None else (float(low), float(high))
+
+
+def _pct_interval(iv) -> str:
+    return "" if iv is None else f"[{iv[0]:.1%}, {iv[1]:.1%}]"
+
+
+def _short_id(value: str) -> str:
+    return shown(str(value), MAX_ID_CHARS).text + ("…" if len(str(value)) > MAX_ID_CHARS else "")
+
+
 def _sample(view: SampleView, max_chars: int) -> dict:
-    return {"id": view.id, "prompt": view.prompt, "text": shown(view.text, max_chars)}
+    return {"id": _short_id(view.id), "prompt": shown(view.prompt, max_chars) if view.prompt else None,
+            "text": shown(view.text, max_chars)}
 
 
-def _pct(x: float) -> str:
-    return f"{x:.1%}"
+def _fmt_value(value: float, threshold: float | None = None) -> str:
+    """A check value as a person reads it: a percentage when it is a share, else 3 digits."""
+    if 0.0 <= value <= 1.0 and (threshold is None or 0.0 <= threshold <= 1.0):
+        return f"{value:.1%}"
+    return f"{value:.3g}"
 
 
-def build_context(result: AuditResult) -> dict:
-    """Everything the HTML template shows, in display order."""
-    max_chars = result.provenance.config.get("report", {}).get("max_chars", DEFAULT_MAX_CHARS)
-    check_names = list(dict.fromkeys(ch.name for c in result.checkpoints for ch in c.checks))
-    rank_of = {name: i + 1 for i, name in enumerate(result.ranking)}
-    rows = []
-    for c in sorted(result.checkpoints, key=lambda c: rank_of[c.name]):
-        by_name = {ch.name: ch for ch in c.checks}
-        rows.append({
-            "name": c.name, "rank": rank_of[c.name], "status": c.status, "n_samples": c.n_samples,
-            "checks": [by_name.get(n) for n in check_names],
-        })
-    sets = ([("baseline: " + result.baseline.name, result.baseline.similarity, True)]
-            if result.baseline and result.baseline.similarity else [])
-    sets += [(c.name, c.similarity, False) for c in result.checkpoints if c.similarity]
-    threshold = result.checkpoints[0].similarity.threshold if result.checkpoints[0].similarity else None
-    similarity_charts = [
-        charts.histogram_overlay([(n, s.histogram, b) for n, s, b in sets], title="Pairwise cosine similarity",
-                                 xlabel="cosine similarity between two samples"),
-        charts.histogram_overlay([(n, s.nearest_neighbor.histogram, b) for n, s, b in sets],
-                                 title="Nearest-neighbour similarity", threshold=threshold,
-                                 xlabel="cosine similarity of each sample to its most similar other sample"),
-    ]
-    similarity_rows = [{
-        "name": n, "is_baseline": b, "mean": f"{s.mean:.3f}", "p50": f"{s.quantiles['p50']:.3f}",
-        "p90": f"{s.quantiles['p90']:.3f}", "p99": f"{s.quantiles['p99']:.3f}",
-        "nn_p50": f"{s.nearest_neighbor.quantiles['p50']:.3f}", "high_share": _pct(s.high_similarity_share),
-        "n": s.n_samples,
-    } for n, s, b in sets]
-    checkpoints = [{
-        "name": c.name, "status": c.status, "path": c.path, "n_samples": c.n_samples, "n_empty": c.n_empty,
-        "examples": [_sample(e, max_chars) for e in c.examples],
-        "pairs": [{"similarity": f"{p.similarity:.3f}", "a": _sample(p.a, max_chars), "b": _sample(p.b, max_chars)}
-                  for p in (c.similarity.most_similar_pairs if c.similarity else [])],
-    } for c in result.checkpoints]
-    first = result.checkpoints[0].similarity
-    return {
-        "result": result,
-        "title": "sampleaudit report: " + ", ".join(c.name for c in result.checkpoints),
-        "check_names": check_names,
-        "verdict_rows": rows,
-        "recommendation": recommendation(result),
-        "similarity_charts": similarity_charts,
-        "similarity_rows": similarity_rows,
-        "threshold": first.threshold if first else None,
-        "threshold_description": first.threshold_description if first else "",
-        "checkpoints": checkpoints,
-        "inputs": [s for s in ([result.baseline] if result.baseline else []) + list(result.checkpoints)],
-        "max_chars": max_chars,
-    }
+def _fmt_pair(value: float, threshold: float) -> tuple[str, str]:
+    """(value, threshold) for a sentence, with as few digits as still tell them apart."""
+    for digits in (0, 1, 2):
+        if 0.0 <= value <= 1.0 and 0.0 <= threshold <= 1.0:
+            a, b = f"{value:.{digits}%}", f"{threshold:.{digits}%}"
+        else:
+            a, b = f"{value:.{digits + 2}g}", f"{threshold:.{digits + 2}g}"
+        if a != b:
+            return a, b
+    return a, b
+
+
+def check_phrase(ch) -> str:
+    """A check's value against its threshold, for a sentence: mode_collapse (47% > 30%)."""
+    a, b = _fmt_pair(ch.value, ch.threshold)
+    op = ">" if ch.value > ch.threshold else "<" if ch.value < ch.threshold else "="
+    return f"{ch.name} ({a} {op} {b})"
+
+
+def join_and(items: Sequence[str]) -> str:
+    """Items joined for a sentence: a; a and b; a, b and c."""
+    items = list(items)
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# --------------------------------------------------------------------------------------------
+# the recommendation sentence and what is within noise
+
+# Headline figures that carry a stored interval: (section, field, label, higher_is_healthier).
+_HEADLINES = [
+    ("similarity", "high_similarity_share", "high-similarity share", False),
+    ("coverage", "coverage_ratio", "cluster coverage", True),
+    ("repetition", "loop_share", "loop share", False),
+    ("similarity", "vendi_score", "Vendi score", True),
+]
+
+
+def comparisons(result: AuditResult) -> list[dict]:
+    """For every headline figure with stored intervals: each checkpoint against the top-ranked one.
+
+    Two values whose intervals overlap are "within noise" (sampleaudit.metrics.stats.compare).
+    """
+    from ..metrics.stats import Interval, compare
+
+    by_name = {c.name: c for c in result.checkpoints}
+    if len(result.ranking) < 2:
+        return []
+    top = by_name[result.ranking[0]]
+    out = []
+    for section, field, what, higher_better in _HEADLINES:
+        a_sec = _get(top, section)
+        a, a_iv = _get(a_sec, field), _interval(a_sec, field)
+        if a is None or a_iv is None:
+            continue
+        for name in result.ranking[1:]:
+            b_sec = _get(by_name[name], section)
+            b, b_iv = _get(b_sec, field), _interval(b_sec, field)
+            if b is None or b_iv is None:
+                continue
+            cmp = compare(a, Interval(*a_iv), b, Interval(*b_iv))
+            if cmp.verdict == "within_noise":
+                verdict = "within noise"
+            else:
+                worse = (cmp.verdict == "higher") != higher_better
+                verdict = f"{cmp.verdict} ({'worse' if worse else 'better'}) beyond noise"
+            fmt = (lambda v: _num(v, ".1f")) if field == "vendi_score" else _pct
+            out.append({"metric": what, "a": top.name, "b": name, "a_value": fmt(a), "b_value": fmt(b),
+                        "within_noise": cmp.verdict == "within_noise", "verdict": verdict,
+                        "short": "within noise" if cmp.verdict == "within_noise" else verdict.split(" beyond")[0]})
+    return out
 
 
 def recommendation(result: AuditResult) -> str:
-    """One plain sentence: which checkpoint is healthiest and what fails elsewhere."""
+    """One plain sentence: which checkpoint is healthiest, what fails elsewhere, what is noise."""
     by_name = {c.name: c for c in result.checkpoints}
     best = by_name[result.ranking[0]]
+    failing = {n: [ch for ch in by_name[n].checks if ch.status == "fail"] for n in result.ranking}
+    warning = {n: [ch for ch in by_name[n].checks if ch.status == "warn"] for n in result.ranking}
+    several = len(result.ranking) > 1
     parts = []
     if best.status == "pass":
-        parts.append(f"{best.name} is the healthiest and passes every check")
+        parts.append(f"{best.name} is the healthiest and passes every check" if several
+                     else f"{best.name} passes every check")
+    elif best.status == "warn":
+        lead = f"{best.name} is the healthiest" if several else best.name
+        parts.append(f"{lead} but warns on {join_and([check_phrase(ch) for ch in warning[best.name]])}")
     else:
-        parts.append(f"{best.name} ranks first but does not pass every check")
-    for name in result.ranking:
-        failing = [ch for ch in by_name[name].checks if ch.status == "fail"]
-        if failing:
-            what = " and ".join(f"{ch.name} ({ch.value:.0%} > {ch.threshold:.0%})" for ch in failing)
-            parts.append(f"{name} fails {what}")
+        lead = f"no checkpoint passes; {best.name} ranks first but" if several else best.name
+        parts.append(f"{lead} fails {join_and([check_phrase(ch) for ch in failing[best.name]])}")
+    for name in result.ranking[1:]:
+        if failing[name]:
+            parts.append(f"{name} fails {join_and([check_phrase(ch) for ch in failing[name]])}")
+        elif warning[name]:
+            parts.append(f"{name} warns on {join_and([check_phrase(ch) for ch in warning[name]])}")
+    notes = list(_get(result, "ranking_notes", default=[]))
+    if notes:  # decided in the pipeline (checks.ranking_notes): neighbours whose order is noise
+        for note in notes:
+            if note.within_noise:
+                parts.append(f"{note.better} and {note.worse} are within noise of each other")
+    else:  # older results: per figure, from the stored intervals
+        noise = [c for c in comparisons(result) if c["within_noise"] and by_name[c["b"]].status == best.status]
+        for name in dict.fromkeys(c["b"] for c in noise):
+            metrics = [c["metric"] for c in noise if c["b"] == name]
+            parts.append(f"{best.name} and {name} are within noise of each other on {join_and(metrics)}")
     return "; ".join(parts) + "."
+
+
+# --------------------------------------------------------------------------------------------
+# sections
+
+
+def _badge(status: str, value: str = "", title: str = "") -> dict:
+    return {"status": status, "label": status.upper(), "symbol": STATUS_SYMBOL.get(status, "?"),
+            "value": value, "title": title}
+
+
+def _verdict(result: AuditResult, colours: dict[str, str]) -> dict:
+    check_names = list(dict.fromkeys(ch.name for c in result.checkpoints for ch in c.checks))
+    rank_of = {name: i + 1 for i, name in enumerate(result.ranking)}
+    rows, messages, data_model = [], [], []
+    for c in sorted(result.checkpoints, key=lambda c: rank_of[c.name]):
+        by_name = {ch.name: ch for ch in c.checks}
+        cells = []
+        for n in check_names:
+            ch = by_name.get(n)
+            cells.append(_badge(ch.status, _fmt_value(ch.value, ch.threshold), ch.message) if ch else None)
+        rows.append({"rank": rank_of[c.name], "name": c.name, "colour": colours[c.name], "n_samples": c.n_samples,
+                     "status": _badge(c.status), "cells": cells})
+        messages += [{"checkpoint": c.name, "check": ch.name, "status": _badge(ch.status), "message": ch.message}
+                     for ch in c.checks]
+        verdict = _get(c, "verdict")
+        if verdict is not None and _get(verdict, "message"):
+            data_model.append({"checkpoint": c.name, "colour": colours[c.name], "text": str(verdict.message),
+                               "kind": str(_get(verdict, "kind", default=""))})
+    cmps = comparisons(result)
+    figures = list(dict.fromkeys(c["metric"] for c in cmps))
+    matrix = []
+    if cmps:
+        first = {c["metric"]: c["a_value"] for c in cmps}
+        matrix.append({"name": cmps[0]["a"], "colour": colours[cmps[0]["a"]], "top": True,
+                       "cells": [{"value": first.get(f), "short": "", "within_noise": False} for f in figures]})
+        for name in dict.fromkeys(c["b"] for c in cmps):
+            cell = {c["metric"]: c for c in cmps if c["b"] == name}
+            matrix.append({"name": name, "colour": colours[name], "top": False, "cells": [
+                {"value": cell[f]["b_value"], "short": cell[f]["short"], "within_noise": cell[f]["within_noise"]}
+                if f in cell else None for f in figures]})
+    return {
+        "sentence": recommendation(result),
+        "check_names": check_names,
+        "rows": rows,
+        "messages": messages,
+        "comparisons": cmps,
+        "notes": [{"better": n.better, "worse": n.worse, "within_noise": n.within_noise, "reason": n.reason}
+                  for n in _get(result, "ranking_notes", default=[])],
+        "comparison_figures": figures,
+        "comparison_rows": matrix,
+        "data_model": data_model,
+        "ranking_rule": result.ranking_rule,
+        "warnings": list(result.warnings),
+    }
+
+
+def _similarity(result: AuditResult, colours: dict[str, str]) -> dict | None:
+    sets = []
+    if result.baseline is not None and result.baseline.similarity is not None:
+        sets.append((result.baseline.name, result.baseline.similarity, True, charts.BASELINE_COLOR))
+    sets += [(c.name, c.similarity, False, colours[c.name]) for c in result.checkpoints if c.similarity]
+    if not any(not b for _, _, b, _ in sets):
+        return None
+    first = next(s for _, s, b, _ in sets if not b)
+    rows = []
+    for name, s, is_baseline, colour in sets:
+        iv = _interval(s, "high_similarity_share")
+        vendi_iv = _interval(s, "vendi_score")
+        rows.append({
+            "name": name, "label": _set_label(name, is_baseline), "is_baseline": is_baseline, "colour": colour,
+            "n": s.n_samples,
+            "mean": _num(s.mean), "p50": _num(s.quantiles.get("p50")), "p90": _num(s.quantiles.get("p90")),
+            "p99": _num(s.quantiles.get("p99")), "nn_p50": _num(s.nearest_neighbor.quantiles.get("p50")),
+            "high_share": _pct(s.high_similarity_share), "high_interval": _pct_interval(iv),
+            "near_dup": _pct(_get(s, "near_duplicate_share")) if _get(s, "near_duplicate_share") is not None else None,
+            "vendi": _num(_get(s, "vendi_score"), ".1f") if _get(s, "vendi_score") is not None else None,
+            "vendi_interval": f"[{vendi_iv[0]:.1f}, {vendi_iv[1]:.1f}]" if vendi_iv else "",
+        })
+    thresholds = {(round(s.threshold, 6), s.threshold_source) for _, s, b, _ in sets if not b}
+    svg_pairwise = charts.histogram_overlay(
+        [(_set_label(n, b), s.histogram, b, col) for n, s, b, col in sets], title="Pairwise cosine similarity",
+        xlabel="cosine similarity between two samples of the same set")
+    svg_nn = charts.histogram_overlay(
+        [(_set_label(n, b), s.nearest_neighbor.histogram, b, col) for n, s, b, col in sets],
+        title="Nearest-neighbour similarity",
+        xlabel="cosine similarity of each sample to its most similar other sample", threshold=first.threshold)
+    return {
+        "threshold": f"{first.threshold:.3f}",
+        "threshold_source": first.threshold_source,
+        "threshold_description": first.threshold_description,
+        "thresholds_differ": len(thresholds) > 1,
+        "rows": rows,
+        "has_interval": any(r["high_interval"] for r in rows),
+        "has_near_dup": any(r["near_dup"] is not None for r in rows),
+        "has_vendi": any(r["vendi"] is not None for r in rows),
+        "charts": [svg_pairwise, svg_nn],
+    }
+
+
+def _points(obj) -> list[list[float]] | None:
+    """2-D coordinates stored as a list of [x, y] (or in `.points` / `.coords` of a map object)."""
+    if obj is None:
+        return None
+    if isinstance(obj, (list, tuple)):
+        return [list(p[:2]) for p in obj]
+    for name in ("points", "coords", "coordinates", "xy"):
+        pts = _get(obj, name)
+        if pts is not None:
+            return [list(p[:2]) for p in pts]
+    return None
+
+
+def _map_chart(result: AuditResult, colours: dict[str, str]) -> str | None:
+    """Small multiples of the stored 2-D map (result.map), one panel per checkpoint."""
+    emap = _get(result, "map")
+    by_name = _get(emap, "checkpoints", default={})
+    panels = [(c.name, _points(by_name.get(c.name)), colours[c.name]) for c in result.checkpoints]
+    panels = [p for p in panels if p[1]]
+    if not panels:
+        return None
+    base = _points(_get(emap, "baseline"))
+    explained = _get(emap, "explained_variance")
+    fitted = "the baseline" if base else "all sets"
+    title = (f"Embeddings in 2-D (PCA fitted on {fitted}"
+             + (f", {explained:.0%} of the variance" if explained is not None else "") + ")"
+             + (": baseline in grey, each checkpoint in colour" if base else ""))
+    return charts.embedding_map(base, panels, title=title)
+
+
+def _coverage(result: AuditResult, colours: dict[str, str], max_chars: int) -> dict | None:
+    covered = [(c, c.coverage) for c in result.checkpoints if _get(c, "coverage") is not None]
+    map_svg = _map_chart(result, colours)
+    if not covered and map_svg is None:
+        return None
+    rows, missing, over = [], [], []
+    for c, cov in covered:
+        iv = _interval(cov, "coverage_ratio")
+        own = _get(cov, "sample_clusters")
+        sc = _get(cov, "sample_clustering")
+        rows.append({
+            "name": c.name, "colour": colours[c.name],
+            "covered": _get(cov, "covered_clusters"), "total": _get(cov, "baseline_clusters"),
+            "ratio": _pct(_get(cov, "coverage_ratio"), 0), "interval": _pct_interval(iv),
+            "js": _num(_get(cov, "js_divergence")),
+            "unassigned": _pct(_get(cov, "unassigned_share")) if _get(cov, "unassigned_share") is not None else "–",
+            "own_clusters": own if isinstance(own, int) else _get(sc, "n_clusters"),
+            "baseline_own_clusters": _get(sc, "baseline_n_clusters"),
+            "n_missing": _get(cov, "n_missing", default=len(_get(cov, "missing_clusters", default=[]))),
+        })
+        gone = []
+        for m in list(_get(cov, "missing_clusters", default=[]))[:N_MISSING_SHOWN]:
+            examples = [shown(_get(e, "text") if not isinstance(e, str) else e, min(max_chars, SHORT_CHARS))
+                        for e in list(_get(m, "examples", default=[]))[:N_EXAMPLES_PER_CLUSTER]]
+            gone.append({"cluster": _get(m, "cluster"), "baseline_share": _pct(_get(m, "baseline_share")),
+                         "sample_share": _pct(_get(m, "sample_share")),
+                         "examples": [e for e in examples if e.text]})
+        if gone:
+            missing.append({"name": c.name, "colour": colours[c.name], "n_missing": rows[-1]["n_missing"],
+                            "clusters": gone})
+        many = [{"cluster": _get(h, "cluster"), "baseline_share": _pct(_get(h, "baseline_share")),
+                 "sample_share": _pct(_get(h, "sample_share"))}
+                for h in list(_get(cov, "over_represented", default=[]))[:N_MISSING_SHOWN]]
+        if many:
+            over.append({"name": c.name, "colour": colours[c.name], "clusters": many})
+    chart = None
+    if covered:
+        first = covered[0][1]
+        hist = sorted(_get(first, "histogram", default=[]), key=lambda h: (-_get(h, "baseline_share", default=0),
+                                                                            _get(h, "cluster", default=0)))
+        order = [_get(h, "cluster") for h in hist]
+        if order:
+            series = [("baseline", [_get(h, "baseline_share", default=0.0) for h in hist], charts.BASELINE_COLOR)]
+            for c, cov in covered:
+                share = {_get(h, "cluster"): _get(h, "sample_share", default=0.0)
+                         for h in _get(cov, "histogram", default=[])}
+                series.append((c.name, [share.get(k, 0.0) for k in order], colours[c.name]))
+            chart = charts.cluster_bars([f"{k}" for k in order], series,
+                                        title="Share of each baseline cluster: baseline vs each checkpoint")
+    baseline = _get(result, "baseline", "coverage") or _get(result, "baseline", "clusters")
+    first_cov = covered[0][1] if covered else None
+    return {
+        "rows": rows,
+        "has_interval": any(r["interval"] for r in rows),
+        "has_own_clusters": any(r["own_clusters"] is not None for r in rows),
+        "method": _get(baseline, "method") or _get(first_cov, "method"),
+        "baseline_clusters": _get(baseline, "baseline_clusters") or _get(first_cov, "baseline_clusters"),
+        "natural_clusters": _get(baseline, "natural_clusters") or _get(first_cov, "natural_clusters"),
+        "n_baseline": _get(baseline, "n_baseline"),
+        "min_mass_ratio": _get(first_cov, "min_mass_ratio"),
+        "chart": chart,
+        "map": map_svg,
+        "missing": missing,
+        "over": over,
+    }
+
+
+def highlight(text: str, start: int, end: int | None, *, max_chars: int, context: int = LOOP_CONTEXT) -> dict:
+    """The loop `text[start:end]` with some text either side, each part cut for display."""
+    n = len(text)
+    start = min(max(int(start), 0), n)
+    end = n if end is None else min(max(int(end), start), n)
+    before_from = max(0, start - context)
+    loop = shown(text[start:end], max_chars)
+    after = text[end:end + context]
+    return {"cut_before": before_from, "before": text[before_from:start], "loop": loop,
+            "after": after, "cut_after": max(0, n - end - len(after))}
+
+
+def _loop_texts(c: CheckpointResult) -> dict[str, str]:
+    """Texts of the samples the results carry, by id: a loop listed without its text may still be
+    one of the examples or pairs."""
+    pairs = c.similarity.most_similar_pairs if c.similarity else []
+    views = list(c.examples) + [v for p in pairs for v in (p.a, p.b)]
+    return {str(v.id): v.text for v in views}
+
+
+def _repetition(result: AuditResult, colours: dict[str, str], max_chars: int) -> dict | None:
+    sets = []
+    base_rep = _get(result, "baseline", "repetition")
+    if base_rep is not None:
+        sets.append((result.baseline.name, base_rep, True, charts.BASELINE_COLOR, None))
+    sets += [(c.name, c.repetition, False, colours[c.name], c) for c in result.checkpoints
+             if _get(c, "repetition") is not None]
+    if not any(not b for _, _, b, _, _ in sets):
+        return None
+    rows, loops, openings, bars, opening_bars = [], [], [], [], []
+    for name, rep, is_baseline, colour, c in sets:
+        seq4 = _get(rep, "seq_rep", "4")
+        loop_iv = _interval(rep, "loop_share")
+        lexical = _get(c, "lexical") if c is not None else _get(result, "baseline", "lexical")
+        rows.append({
+            "name": name, "label": _set_label(name, is_baseline), "is_baseline": is_baseline, "colour": colour,
+            "loop_share": _pct(_get(rep, "loop_share")), "loop_interval": _pct_interval(loop_iv),
+            "n_looped": _get(rep, "n_looped"), "n": _get(rep, "n_samples"),
+            "seq_rep_4": _num(_get(seq4, "mean")), "compression": _num(_get(rep, "compression_ratio", "p50")),
+            "opening_share": _pct(_get(rep, "opening_top_share")),
+            "lexical": lexical,
+        })
+        if _get(rep, "loop_share") is not None:
+            bars.append((_set_label(name, is_baseline), _get(rep, "loop_share"), loop_iv, colour))
+        if _get(rep, "opening_top_share") is not None:
+            opening_bars.append((_set_label(name, is_baseline), _get(rep, "opening_top_share"), None, colour))
+        if c is None:
+            continue
+        texts = _loop_texts(c)
+        items = []
+        for rec in list(_get(c, "worst_loops") or _get(rep, "loops", default=[]))[:N_LOOPS_SHOWN]:
+            text = _get(rec, "text") or texts.get(str(_get(rec, "id")))
+            items.append({
+                "id": _short_id(_get(rec, "id", default="")), "unit": shown(_get(rec, "unit"), 120),
+                "n_repeats": _get(rec, "n_repeats"), "coverage": _pct(_get(rec, "coverage_share"), 0),
+                "text": highlight(text, _get(rec, "start_char", default=0), _get(rec, "end_char"),
+                                  max_chars=min(max_chars, LOOP_CHARS)) if text else None,
+            })
+        loops.append({"name": name, "colour": colour, "n_looped": _get(rep, "n_looped", default=0),
+                      "n": _get(rep, "n_samples"), "entries": items})
+        top = [{"text": shown(_get(o, "text"), SHORT_CHARS), "count": _get(o, "count"), "share": _pct(_get(o, "share"))}
+               for o in _get(rep, "openings", default=[])]
+        openings.append({"name": name, "colour": colour, "entries": top})
+    limits = _check_limits(result, ("repetition_loops",))
+    chart = charts.share_bars(bars, title="Share of samples caught in a loop", xlabel="share of samples",
+                              limits=limits) if bars else None
+    opening_chart = charts.share_bars(
+        opening_bars, title="Share of samples that start with the most common opening",
+        xlabel="share of samples", limits=_check_limits(result, ("repeated_openings",)),
+    ) if opening_bars else None
+    shown_lexical = [(k, label) for k, label in LEXICAL_COLUMNS
+                     if any(_get(r["lexical"], k) is not None for r in rows)]
+    lexical_keys = [label for _, label in shown_lexical]
+    for r in rows:
+        r["has_lexical"] = any(_get(r["lexical"], k) is not None for k, _ in shown_lexical)
+        r["lexical"] = [_num(_get(r["lexical"], k)) for k, _ in shown_lexical]
+    return {"rows": rows, "has_interval": any(r["loop_interval"] for r in rows), "lexical_keys": lexical_keys,
+            "chart": chart, "opening_chart": opening_chart, "loops": loops, "openings": openings}
+
+
+def _check_limits(result: AuditResult, names: Iterable[str]) -> list[tuple[float, str]]:
+    """(value, label) of the warn and fail levels of the first configured check among `names`."""
+    checks = _get(result, "provenance", "config", "checks", default={})
+    for name in names:
+        levels = checks.get(name) if isinstance(checks, dict) else None
+        if isinstance(levels, dict):
+            return [(float(levels[k]), f"{k} {levels[k]:.0%}") for k in ("warn", "fail")
+                    if isinstance(levels.get(k), (int, float))]
+    return []
+
+
+def _prompts(c: CheckpointResult, max_chars: int) -> dict | None:
+    p = _get(c, "prompts")
+    if p is None:
+        return None
+    return {
+        "n_prompts": _get(p, "n_prompts"), "n_answers": _get(p, "n_answers"),
+        "within": _num(_get(p, "within_prompt_similarity")), "across": _num(_get(p, "across_prompt_similarity")),
+        "distinct_score": _pct(_get(p, "distinct_score")), "collapsed": _pct(_get(p, "collapsed_prompt_share")),
+        "least": [{"prompt": shown(_get(s, "prompt"), SHORT_CHARS), "n_answers": _get(s, "n_answers"),
+                   "distinct_k": _get(s, "distinct_k"), "similarity": _num(_get(s, "mean_similarity")),
+                   "example": shown(_get(s, "example_text"), min(max_chars, SHORT_CHARS))}
+                  for s in list(_get(p, "least_diverse", default=[]))[:N_GROUPS_SHOWN]],
+    }
+
+
+def _groups(c: CheckpointResult, max_chars: int) -> dict | None:
+    s = c.similarity
+    if s is None or _get(s, "near_duplicate_share") is None:
+        return None
+    n = c.n_samples or 1
+    groups = []
+    for g in list(_get(s, "near_duplicate_groups", default=[]))[:N_GROUPS_SHOWN]:
+        ids = [str(i) for i in (_get(g, "ids") or _get(g, "members", default=[]))]
+        size = _get(g, "size", default=len(ids))
+        groups.append({"size": size, "share": _pct(size / n), "ids": [_short_id(i) for i in ids[:N_IDS_SHOWN]],
+                       "more_ids": max(0, size - min(len(ids), N_IDS_SHOWN)),
+                       "example": shown(_get(g, "example_text"), max_chars)})
+    return {"threshold": _num(_get(s, "near_duplicate_threshold")), "n_groups": _get(s, "n_near_duplicate_groups"),
+            "share": _pct(_get(s, "near_duplicate_share")), "groups": groups}
+
+
+def _samples(result: AuditResult, colours: dict[str, str], max_chars: int) -> list[dict]:
+    out = []
+    for i, c in enumerate(result.checkpoints):
+        pairs = c.similarity.most_similar_pairs if c.similarity else []
+        out.append({
+            "name": c.name, "anchor": f"samples-{i + 1}", "colour": colours[c.name], "status": _badge(c.status),
+            "path": c.path, "n_samples": c.n_samples, "n_empty": c.n_empty,
+            "examples": [_sample(e, max_chars) for e in c.examples],
+            "pairs": [{"similarity": f"{p.similarity:.3f}", "a": _sample(p.a, max_chars), "b": _sample(p.b, max_chars)}
+                      for p in pairs],
+            "groups": _groups(c, max_chars),
+            "prompts": _prompts(c, max_chars),
+        })
+    return out
+
+
+def _flatten(data, prefix: str = "") -> list[tuple[str, str]]:
+    out = []
+    for key, value in (data or {}).items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out += _flatten(value, name)
+        else:
+            out.append((name, "unset" if value is None else str(value)))
+    return out
+
+
+def _provenance(result: AuditResult) -> dict:
+    p = result.provenance
+    config = p.config or {}
+    sims = [(c.name, c.similarity) for c in result.checkpoints if c.similarity]
+    thresholds = [{"name": "similarity threshold" + (f" ({n})" if len(sims) > 1 else ""),
+                   "value": f"{s.threshold:.4f}", "source": s.threshold_source,
+                   "description": s.threshold_description} for n, s in sims]
+    seen = {(t["value"], t["source"]) for t in thresholds}
+    if len(seen) == 1 and len(thresholds) > 1:
+        thresholds = [dict(thresholds[0], name="similarity threshold (every checkpoint)")]
+    for name, levels in (config.get("checks") or {}).items():
+        if isinstance(levels, dict):
+            value = ", ".join(f"{k} {v}" for k, v in levels.items())
+            thresholds.append({"name": f"check {name}", "value": value, "source": "config",
+                               "description": "checks." + name})
+    inputs = []
+    if result.baseline is not None:
+        inputs.append({"role": "baseline", "set": result.baseline})
+    inputs += [{"role": "checkpoint", "set": c} for c in result.checkpoints]
+    sources = [{"path": _get(s, "path"), "created_at": _get(s, "created_at"),
+                "tool_version": _get(s, "tool_version"), "device": _get(s, "device"),
+                "run_seconds": _get(s, "run_seconds"),
+                "checkpoints": ", ".join(_get(s, "checkpoints", default=[]))}
+               for s in _get(result, "sources", default=[])]
+    return {"thresholds": thresholds, "inputs": inputs, "config": _flatten(config), "sources": sources,
+            "run_seconds": f"{p.run_seconds:.1f}"}
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def build_context(result: AuditResult) -> dict:
+    """Everything the HTML template shows, in display order; absent sections are None."""
+    max_chars = _get(result, "provenance", "config", "report", "max_chars", default=DEFAULT_MAX_CHARS)
+    colours = {c.name: charts.color(i) for i, c in enumerate(result.checkpoints)}
+    names = [c.name for c in result.checkpoints]
+    sections = {
+        "verdict": _verdict(result, colours),
+        "similarity": _similarity(result, colours),
+        "coverage": _coverage(result, colours, max_chars),
+        "repetition": _repetition(result, colours, max_chars),
+        "samples": _samples(result, colours, max_chars),
+        "provenance": _provenance(result),
+    }
+    toc = [(key, title) for key, title in [
+        ("verdict", "Verdict"), ("similarity", "Similarity"), ("coverage", "Coverage"),
+        ("repetition", "Repetition"), ("samples", "The samples themselves"), ("provenance", "Provenance"),
+    ] if sections[key]]
+    shown_names = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return {
+        "result": result,
+        "title": "sampleaudit report",
+        "subtitle": shown_names,
+        "created": result.provenance.created_at.replace("T", " "),
+        "toc": toc,
+        "max_chars": max_chars,
+        **sections,
+    }
