@@ -3,6 +3,7 @@
 Public API (the CLI is a thin layer over these):
     audit(checkpoints, baseline=..., config=...) -> AuditResult
     render(result, out_dir, formats=...)        -> written paths
+    merge_audits(results, sources=...) -> AuditResult; release_gate(result, candidate=...) -> (code, reason)
     load_audit(path) -> AuditResult; load_samples(path) -> SampleSet; load_config(path) -> Config
 """
 
@@ -13,6 +14,7 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0+unknown"
 
+from .compare import merge_audits, release_gate  # noqa: E402
 from .config import Config, load_config  # noqa: E402
 from .errors import InputError, ModelError, SampleAuditError  # noqa: E402
 from .pipeline import audit  # noqa: E402
@@ -22,5 +24,6 @@ from .samples import SampleSet, load_samples  # noqa: E402
 
 __all__ = [
     "AuditResult", "Config", "InputError", "ModelError", "SampleAuditError", "SampleSet",
-    "__version__", "audit", "load_audit", "load_config", "load_samples", "render",
+    "__version__", "audit", "load_audit", "load_config", "load_samples", "merge_audits", "release_gate",
+    "render",
 ]

@@ -36,8 +36,9 @@ def _add_audit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="seed of every random choice (default 0)")
     p.add_argument("--fail-on", choices=["warn", "fail", "never"],
                    help="status that makes the exit code 1 (default: fail)")
-    p.add_argument("--format", type=_formats, default=["json", "html"], metavar="LIST",
-                   help="comma-separated outputs: json,html (default: json,html)")
+    p.add_argument("--format", type=_formats, default=None, metavar="LIST",
+                   help="comma-separated outputs: json,html,pdf (default: all three when WeasyPrint is "
+                   "installed, else json,html)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or log lines")
 
 
@@ -76,8 +77,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     report.add_argument("audit_json", metavar="AUDIT_JSON")
     report.add_argument("--out", metavar="DIR", help="output folder (default: the folder of AUDIT_JSON)")
-    report.add_argument("--format", type=_formats, default=["html"], metavar="LIST",
-                        help="comma-separated outputs (default: html)")
+    report.add_argument("--format", type=_formats, default=None, metavar="LIST",
+                        help="comma-separated outputs: json,html,pdf (default: html,pdf when WeasyPrint is "
+                        "installed, else html)")
+
+    compare = sub.add_parser(
+        "compare", help="merge audits made at different times into one comparison; the release gate",
+        formatter_class=fmt,
+        description="Merge audit.json files of different checkpoints, audited at different times, into one "
+        "comparative report and audit.json without re-embedding. They must share the embedder, the baseline "
+        "file and every threshold (checked; otherwise exit 2 naming what differs). With --candidate it is a "
+        "release gate: exit 1 when the candidate fails a check or ranks below --current.",
+        epilog="example:\n  sampleaudit compare reports/week1/audit.json reports/today/audit.json "
+        "--out reports/release --candidate ckpt-35k --current ckpt-20k",
+    )
+    compare.add_argument("audits", nargs="+", metavar="AUDIT_JSON", help="audit.json files to merge")
+    compare.add_argument("--out", default="reports", metavar="DIR", help="output folder (default: %(default)s)")
+    compare.add_argument("--candidate", metavar="NAME",
+                         help="checkpoint to gate: exit 1 when it fails a check or ranks below --current")
+    compare.add_argument("--current", metavar="NAME", help="the checkpoint deployed now (with --candidate)")
+    compare.add_argument("--fail-on", choices=["warn", "fail"], help="status of a check that blocks (default: fail)")
+    compare.add_argument("--format", type=_formats, default=None, metavar="LIST",
+                         help="comma-separated outputs: json,html,pdf (default: all three when WeasyPrint is "
+                         "installed, else json,html)")
 
     demo = sub.add_parser(
         "demo", help="audit the demo checkpoints in data_samples/ into reports/", formatter_class=fmt,
@@ -147,17 +169,41 @@ def _cmd_demo(args, argv) -> int:
 
 
 def _cmd_report(args, argv) -> int:
-    from .report import render
+    from .report import default_formats, render
     from .results import load_audit
 
     result = load_audit(args.audit_json)
     out = args.out or str(Path(args.audit_json).parent)
-    for path in render(result, out, formats=args.format):
+    for path in render(result, out, formats=args.format or default_formats(json=False)):
         print(f"wrote {path}")
     return EXIT_OK
 
 
-_COMMANDS = {"audit": _cmd_audit, "demo": _cmd_demo, "report": _cmd_report}
+def _cmd_compare(args, argv) -> int:
+    from .checks import exit_code
+    from .compare import merge_audits, release_gate
+    from .report import render
+    from .results import load_audit
+    from .summary import terminal_summary
+
+    if args.current and not args.candidate:
+        raise InputError("--current needs --candidate, the checkpoint to gate against it")
+    result = merge_audits([load_audit(p) for p in args.audits], sources=args.audits,
+                          command=["sampleaudit", *argv])
+    gate = (release_gate(result, candidate=args.candidate, current=args.current, fail_on=args.fail_on or "fail")
+            if args.candidate else None)  # unknown names are exit 2 before anything is written
+    written = render(result, args.out, formats=args.format)
+    print(terminal_summary(result))
+    for path in written:
+        print(f"wrote {path}")
+    if gate is None:
+        return exit_code(result.checkpoints, args.fail_on or "fail")
+    code, reason = gate
+    print(reason)
+    return code
+
+
+_COMMANDS = {"audit": _cmd_audit, "compare": _cmd_compare, "demo": _cmd_demo, "report": _cmd_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

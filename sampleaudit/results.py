@@ -195,6 +195,18 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class SourceAudit:
+    """An audit merged into this result by `sampleaudit compare`: where it came from and when."""
+
+    path: str
+    created_at: str
+    tool_version: str
+    device: str
+    run_seconds: float
+    checkpoints: list[str]
+
+
+@dataclass(frozen=True)
 class AuditResult:
     schema_version: int
     tool: ToolInfo
@@ -207,6 +219,7 @@ class AuditResult:
     ranking_notes: list[RankingNote] = field(default_factory=list)
     map: EmbeddingMap | None = None
     warnings: list[str] = field(default_factory=list)
+    sources: list[SourceAudit] = field(default_factory=list)
 
     def checkpoint(self, name: str) -> CheckpointResult:
         for c in self.checkpoints:

@@ -80,7 +80,7 @@ def test_report_rerenders_without_recomputing(tmp_path, hashing_embedder, monkey
     import sampleaudit.pipeline as pipeline
 
     monkeypatch.setattr(pipeline, "audit", lambda *a, **k: pytest.fail("report must not recompute"))
-    assert main(["report", str(tmp_path / "audit.json")]) == 0
+    assert main(["report", str(tmp_path / "audit.json"), "--format", "html"]) == 0
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "</table><b>" not in html and "{{ 7*7 }}" in html
