@@ -22,7 +22,7 @@ from .metrics.repetition import RepetitionResult
 
 def limit_check(name: str, value: float, limits: UpperLimits | LowerLimits, what: str) -> CheckResult:
     """Compare a share with its warn/fail limits; the limits' type says which side is worse."""
-    upper = isinstance(limits, UpperLimits)
+    upper = limits.higher_is_worse
     beyond = (lambda x, lim: x > lim) if upper else (lambda x, lim: x < lim)
     side = "above" if upper else "below"
     if beyond(value, limits.fail):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -87,30 +87,29 @@ class RepetitionConfig(_Section):
     ead_vocab_size: int = Field(50_000, ge=2, description="vocabulary size V of expectation-adjusted distinct-n")
 
 
-class UpperLimits(_Section):
+class _Limits(_Section):
+    warn: float = Field(ge=0.0, le=1.0)
+    fail: float = Field(ge=0.0, le=1.0)
+    higher_is_worse: ClassVar[bool]
+
+    @model_validator(mode="after")
+    def _ordered(self):
+        if self.warn != self.fail and (self.warn > self.fail) == self.higher_is_worse:
+            side = "above" if self.higher_is_worse else "below"
+            raise ValueError(f"warn ({self.warn}) must not be {side} fail ({self.fail})")
+        return self
+
+
+class UpperLimits(_Limits):
     """Limits of a share where higher is worse: warn above `warn`, fail above `fail`."""
 
-    warn: float = Field(ge=0.0, le=1.0)
-    fail: float = Field(ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _ordered(self):
-        if self.warn > self.fail:
-            raise ValueError(f"warn ({self.warn}) must not be above fail ({self.fail})")
-        return self
+    higher_is_worse: ClassVar[bool] = True
 
 
-class LowerLimits(_Section):
+class LowerLimits(_Limits):
     """Limits of a share where lower is worse: warn below `warn`, fail below `fail`."""
 
-    warn: float = Field(ge=0.0, le=1.0)
-    fail: float = Field(ge=0.0, le=1.0)
-
-    @model_validator(mode="after")
-    def _ordered(self):
-        if self.warn < self.fail:
-            raise ValueError(f"warn ({self.warn}) must not be below fail ({self.fail})")
-        return self
+    higher_is_worse: ClassVar[bool] = False
 
 
 class ChecksConfig(_Section):

@@ -37,3 +37,14 @@ def test_bad_config_is_input_error(tmp_path, text, match):
 def test_overrides_ignore_none():
     c = Config().with_overrides(**{"similarity.threshold": None, "seed": 5})
     assert c.seed == 5 and c.similarity.threshold is None
+
+
+@pytest.mark.parametrize("section, text, match", [
+    ("mode_collapse", "warn = 0.5\nfail = 0.3\n", r"warn \(0.5\) must not be above fail \(0.3\)"),
+    ("coverage", "warn = 0.5\nfail = 0.7\n", r"warn \(0.5\) must not be below fail \(0.7\)"),
+])
+def test_warn_and_fail_levels_must_be_ordered(tmp_path, section, text, match):
+    p = tmp_path / "sa.toml"
+    p.write_text(f"[checks.{section}]\n{text}")
+    with pytest.raises(InputError, match=match):
+        load_config(p)

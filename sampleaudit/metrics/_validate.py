@@ -31,3 +31,18 @@ def check_unit_norm(arr: np.ndarray, *, name: str = "embeddings", tol: float = 1
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(norms > 0, arr / np.where(norms > 0, norms, 1.0), 0.0)
     return out.astype(np.float32)
+
+
+def check_aligned(values, n: int, name: str, *, rows: str = "embedding row") -> list:
+    """`values` as a list with one entry per row (n of them), or InputError saying how to fix it."""
+    if isinstance(values, (str, bytes)):
+        raise InputError(f"{name} must be a sequence, one entry per {rows}, not a string")
+    out = list(values)
+    if len(out) != n:
+        raise InputError(f"{name} must have one entry per {rows} ({n}); got {len(out)}")
+    return out
+
+
+def optional_strings(values, n: int, name: str, *, rows: str = "embedding row") -> list[str] | None:
+    """None, or `values` as n strings (one per row)."""
+    return None if values is None else [str(v) for v in check_aligned(values, n, name, rows=rows)]

@@ -30,7 +30,7 @@ from sklearn.cluster import KMeans
 from sklearn.decomposition import PCA
 
 from ..errors import InputError
-from ._validate import check_embeddings, check_unit_norm
+from ._validate import check_embeddings, check_unit_norm, optional_strings
 
 PCA_DIMS = 32
 MAX_NOISE_SHARE = 0.5
@@ -248,15 +248,6 @@ def _nearest_to_centre(z: np.ndarray, labels: np.ndarray, k: int, centres=None) 
     return out
 
 
-def _check_strings(values, n: int, name: str) -> list[str] | None:
-    if values is None:
-        return None
-    out = [str(v) for v in values]
-    if len(out) != n:
-        raise InputError(f"{name} must have one entry per baseline row ({n}); got {len(out)}")
-    return out
-
-
 def fit_baseline_clusters(
     baseline_embeddings,
     *,
@@ -280,8 +271,8 @@ def fit_baseline_clusters(
         raise InputError(f"n_clusters must lie in [2, {n}] (the baseline rows); got {n_clusters}")
     if not 0.0 <= max_noise_share <= 1.0:
         raise InputError(f"max_noise_share must lie in [0, 1]; got {max_noise_share}")
-    texts_ = _check_strings(texts, n, "texts")
-    ids_ = _check_strings(ids, n, "ids")
+    texts_ = optional_strings(texts, n, "texts", rows="baseline row")
+    ids_ = optional_strings(ids, n, "ids", rows="baseline row")
 
     # PCA fitted in canonical row order, so the projection does not depend on the input order.
     perm = _canonical_order(x)

@@ -14,7 +14,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import InputError
-from ._validate import check_embeddings, check_unit_norm
+from ._validate import check_embeddings, check_unit_norm, optional_strings
 from .similarity import NearestNeighbors, iter_similarity_blocks
 
 # Cosine at or above which two samples count as near duplicates (same answer, reworded at most).
@@ -68,15 +68,6 @@ def component_labels(x: np.ndarray, *, threshold: float, block_size: int = 1024)
     return labels
 
 
-def _check_strings(values, n: int, name: str) -> list[str] | None:
-    if values is None:
-        return None
-    out = [str(v) for v in values]
-    if len(out) != n:
-        raise InputError(f"{name} must have one entry per embedding row ({n}); got {len(out)}")
-    return out
-
-
 def near_duplicates(
     embeddings,
     *,
@@ -101,8 +92,8 @@ def near_duplicates(
         raise InputError(f"near-duplicate threshold must lie in [-1, 1]; got {threshold}")
     if max_groups < 0 or max_members < 1 or block_size < 1:
         raise InputError("max_groups must be >= 0, max_members and block_size >= 1")
-    ids_ = _check_strings(ids, n, "ids")
-    texts_ = _check_strings(texts, n, "texts")
+    ids_ = optional_strings(ids, n, "ids", rows="embedding row")
+    texts_ = optional_strings(texts, n, "texts", rows="embedding row")
 
     if nearest is None:
         labels = component_labels(x, threshold=threshold, block_size=block_size)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError
-from ._validate import check_embeddings, check_unit_norm
+from ._validate import check_aligned, check_embeddings, check_unit_norm
 from .neardup import DEFAULT_NEAR_DUPLICATE_THRESHOLD, component_labels
 
 
@@ -53,15 +53,6 @@ class PromptDiversityResult:
     least_diverse: list[PromptSummary]
 
 
-def _check_sequence(values, n: int, name: str) -> list:
-    if isinstance(values, str):
-        raise InputError(f"{name} must be a sequence, one entry per embedding row, not a string")
-    out = list(values)
-    if len(out) != n:
-        raise InputError(f"{name} must have one entry per embedding row ({n}); got {len(out)}")
-    return out
-
-
 def prompt_diversity(
     embeddings,
     prompts: Sequence[Hashable],
@@ -78,8 +69,8 @@ def prompt_diversity(
     """
     x = check_unit_norm(check_embeddings(embeddings))
     n = x.shape[0]
-    keys = _check_sequence(prompts, n, "prompts")
-    texts_ = [str(t) for t in _check_sequence(texts, n, "texts")] if texts is not None else None
+    keys = check_aligned(prompts, n, "prompts")
+    texts_ = [str(t) for t in check_aligned(texts, n, "texts")] if texts is not None else None
     if not -1.0 <= threshold <= 1.0:
         raise InputError(f"near-duplicate threshold must lie in [-1, 1]; got {threshold}")
     if max_listed < 0:

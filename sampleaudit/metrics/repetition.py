@@ -118,16 +118,10 @@ class Loop:
 
 
 @dataclass(frozen=True)
-class LoopRecord:
-    """A looped sample of a set: its id and its `Loop`."""
+class LoopRecord(Loop):
+    """A looped sample of a set: its `Loop` and the sample's id."""
 
-    id: str
-    unit: str
-    n_repeats: int
-    unit_tokens: int
-    start_char: int
-    end_char: int
-    coverage_share: float
+    id: str = ""
 
 
 @dataclass(frozen=True)
