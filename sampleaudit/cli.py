@@ -46,7 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sampleaudit",
         description="Is a trained generative model's output still diverse and sane? Audits samples for "
-        "mode collapse against a training-data baseline and writes JSON and HTML reports.",
+        "mode collapse, cluster coverage against a training-data baseline and repetition loops, and "
+        "writes JSON, HTML and PDF reports.",
         epilog="Exit codes: 0 all checks pass, 1 a check failed (see --fail-on), 2 bad input or usage.",
     )
     parser.add_argument("--version", action="version", version=f"sampleaudit {__version__}")
@@ -103,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo", help="audit the demo checkpoints in data_samples/ into reports/", formatter_class=fmt,
-        description="Audit data_samples/ckpt-*.jsonl against data_samples/baseline.jsonl. The demo exits 0 "
-        "even though one checkpoint fails (that is its story) unless --fail-on is given.",
+        description="Audit data_samples/ckpt-*.jsonl against data_samples/baseline.jsonl (run from the "
+        "repository root). The demo exits 0 even though one checkpoint fails (that is its story) unless "
+        "--fail-on is given.",
         epilog="example:\n  sampleaudit demo --out reports",
     )
     demo.add_argument("--data", default="data_samples", metavar="DIR", help="demo data folder (default: %(default)s)")
