@@ -237,13 +237,15 @@ def _embedding_map(sets: Sequence[SampleSet], vectors: Mapping[str, np.ndarray],
     fit_on = pick(base.name) if base else np.concatenate([pick(s.name) for s in sets])
     if len(fit_on) < 2:
         return None
-    pca = PCA(n_components=2, random_state=seed).fit(fit_on)
+    with np.errstate(invalid="ignore", divide="ignore"):  # identical points: no variance to explain
+        pca = PCA(n_components=2, random_state=seed).fit(fit_on)
+    explained = float(np.nan_to_num(pca.explained_variance_ratio_.sum()))
 
     def coords(name: str) -> list[list[float]]:
         return [[round(float(a), 4), round(float(b), 4)] for a, b in pca.transform(pick(name))]
 
     return EmbeddingMap(
-        explained_variance=round(float(pca.explained_variance_ratio_.sum()), 6),
+        explained_variance=round(explained, 6),
         baseline=coords(base.name) if base else [],
         checkpoints={s.name: coords(s.name) for s in sets},
     )

@@ -180,3 +180,14 @@ def test_prompt_diversity_only_with_repeated_prompts(hashing_embedder):
 def test_map_and_loops_in_results(result):
     assert len(result.map.baseline) == 200 and set(result.map.checkpoints) == {"ckpt-20k", "ckpt-35k"}
     assert all(len(p) == 2 for p in result.map.checkpoints["ckpt-35k"])
+
+
+def test_identical_empty_samples_give_valid_json(hashing_embedder):
+    import json
+
+    r = audit([SampleSet.from_texts(["", "", ""], name="empty")], embedder=hashing_embedder)
+    assert r.checkpoints[0].n_empty == 3
+    assert r.warnings == ["empty: 3 empty sample(s) (kept; they embed alike and raise similarity)"]
+    text = to_json(r)
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in audit.json"))
+    assert from_json(text) == r
