@@ -12,6 +12,7 @@ from .results import (
     CheckpointResult,
     CheckResult,
     CoverageSection,
+    FigureComparison,
     RankingNote,
     SimilaritySection,
     Status,
@@ -141,15 +142,40 @@ def rank(checkpoints: Sequence[CheckpointResult]) -> list[str]:
     return [c.name for c in sorted(checkpoints, key=_key)]
 
 
+#: Figures that carry an interval: (section, field, label, higher_is_healthier).
+HEADLINE_FIGURES = [
+    ("similarity", "high_similarity_share", "high-similarity share", False),
+    ("coverage", "coverage_ratio", "cluster coverage", True),
+    ("similarity", "vendi_score", "Vendi score", True),
+]
+
+
 def _intervals(c: CheckpointResult) -> dict[str, tuple[float, Interval]]:
+    """figure -> (value, interval) for each headline figure this checkpoint has an interval for."""
     out = {}
-    s, cov = c.similarity, c.coverage
-    if s and s.high_similarity_share_interval:
-        out["high_similarity_share"] = (s.high_similarity_share, s.high_similarity_share_interval)
-    if s and s.vendi_score is not None and s.vendi_score_interval:
-        out["vendi_score"] = (s.vendi_score, s.vendi_score_interval)
-    if cov and cov.coverage_ratio_interval:
-        out["coverage_ratio"] = (cov.coverage_ratio, cov.coverage_ratio_interval)
+    for section_name, name, _, _ in HEADLINE_FIGURES:
+        section = getattr(c, section_name)
+        value = getattr(section, name, None) if section else None
+        interval = getattr(section, name + "_interval", None) if section else None
+        if value is not None and interval is not None:
+            out[name] = (value, interval)
+    return out
+
+
+def comparisons_to_top(checkpoints: Sequence[CheckpointResult], ranking: Sequence[str]) -> list[FigureComparison]:
+    """Each checkpoint against the top-ranked one on every headline figure both have intervals for."""
+    by_name = {c.name: c for c in checkpoints}
+    top = _intervals(by_name[ranking[0]])
+    out = []
+    for name in ranking[1:]:
+        other = _intervals(by_name[name])
+        for figure, label, healthier_high in ((f, lab, h) for _, f, lab, h in HEADLINE_FIGURES):
+            if figure not in top or figure not in other:
+                continue
+            (a, a_iv), (b, b_iv) = top[figure], other[figure]
+            verdict = compare(a, a_iv, b, b_iv).verdict
+            worse = None if verdict == "within_noise" else (verdict == "higher") != healthier_high
+            out.append(FigureComparison(figure, label, ranking[0], name, a, b, verdict, worse))
     return out
 
 

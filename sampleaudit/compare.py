@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from . import __version__, results
-from .checks import RANKING_RULE, penalty, rank, ranking_notes
+from .checks import RANKING_RULE, comparisons_to_top, penalty, rank, ranking_notes
 from .errors import IncompatibleAuditsError, InputError
 from .results import STATUS_ORDER, AuditResult, CheckpointResult, EmbeddingMap, Provenance, ToolInfo
 
@@ -196,6 +196,7 @@ def merge_audits(
         ranking_rule=RANKING_RULE,
         provenance=provenance,
         ranking_notes=ranking_notes(checkpoints, ranking),
+        comparisons=comparisons_to_top(checkpoints, ranking),
         map=emap,
         warnings=list(dict.fromkeys(warnings)),
         **extra,

@@ -16,6 +16,7 @@ import numpy as np
 from . import __version__
 from .checks import (
     RANKING_RULE,
+    comparisons_to_top,
     coverage_check,
     data_vs_model,
     mode_collapse_check,
@@ -354,6 +355,7 @@ def audit(
         ranking_rule=RANKING_RULE,
         provenance=provenance,
         ranking_notes=ranking_notes(results, ranking),
+        comparisons=comparisons_to_top(results, ranking),
         map=_embedding_map(sets, vectors, base, config.seed),
         warnings=_warnings(sets, base, results, info.model),
     )

@@ -174,6 +174,23 @@ class RankingNote:
 
 
 @dataclass(frozen=True)
+class FigureComparison:
+    """A headline figure of one checkpoint against the top-ranked one, by their intervals.
+
+    `verdict`: "within_noise" (the intervals overlap), "higher" or "lower"; `worse` says whether
+    the other checkpoint is the less healthy on this figure (None within noise)."""
+
+    figure: str
+    label: str
+    top: str
+    other: str
+    top_value: float
+    other_value: float
+    verdict: str
+    worse: bool | None
+
+
+@dataclass(frozen=True)
 class EmbeddingMap:
     """2-D PCA coordinates (fitted on the baseline, else on all sets) of a seeded subsample of
     each set, for the report's map."""
@@ -217,6 +234,7 @@ class AuditResult:
     ranking_rule: str
     provenance: Provenance
     ranking_notes: list[RankingNote] = field(default_factory=list)
+    comparisons: list[FigureComparison] = field(default_factory=list)
     map: EmbeddingMap | None = None
     warnings: list[str] = field(default_factory=list)
     sources: list[SourceAudit] = field(default_factory=list)

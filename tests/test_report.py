@@ -370,13 +370,16 @@ def test_within_noise_is_said(full_html):
     assert f"; {top} and {other} are within noise of each other." in ctx.recommendation(noted)
     verdict = text_of(section(parse(render_html(noted)), "verdict"))
     assert "within noise" in verdict and note.reason in verdict
-    # results without ranking notes: said per figure, from the stored intervals
+    # results without ranking notes: said per figure, from the stored comparisons
+    from sampleaudit.checks import comparisons_to_top
+
     a, b = result.checkpoint(top), result.checkpoint(other)
     same = dataclasses.replace(b, status=a.status, checks=a.checks, similarity=dataclasses.replace(
         b.similarity, high_similarity_share=a.similarity.high_similarity_share + 0.01,
         high_similarity_share_interval=Interval(0.0, 1.0)))
-    noisy = dataclasses.replace(result, ranking_notes=[],
-                                checkpoints=[same if c.name == other else c for c in result.checkpoints])
+    checkpoints = [same if c.name == other else c for c in result.checkpoints]
+    noisy = dataclasses.replace(result, ranking_notes=[], checkpoints=checkpoints,
+                                comparisons=comparisons_to_top(checkpoints, result.ranking))
     rows = ctx.comparisons(noisy)
     assert any(r["b"] == other and r["metric"] == "high-similarity share" and r["within_noise"] for r in rows)
     assert f"{top} and {other} are within noise of each other on high-similarity share" in ctx.recommendation(noisy)

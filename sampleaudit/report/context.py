@@ -132,47 +132,16 @@ def join_and(items: Sequence[str]) -> str:
 # --------------------------------------------------------------------------------------------
 # the recommendation sentence and what is within noise
 
-# Headline figures that carry a stored interval: (section, field, label, higher_is_healthier).
-_HEADLINES = [
-    ("similarity", "high_similarity_share", "high-similarity share", False),
-    ("coverage", "coverage_ratio", "cluster coverage", True),
-    ("repetition", "loop_share", "loop share", False),
-    ("similarity", "vendi_score", "Vendi score", True),
-]
-
-
 def comparisons(result: AuditResult) -> list[dict]:
-    """For every headline figure with stored intervals: each checkpoint against the top-ranked one.
-
-    Two values whose intervals overlap are "within noise" (sampleaudit.metrics.stats.compare).
-    """
-    from ..metrics.stats import Interval, compare
-
-    by_name = {c.name: c for c in result.checkpoints}
-    if len(result.ranking) < 2:
-        return []
-    top = by_name[result.ranking[0]]
+    """The stored comparisons with the top-ranked checkpoint (checks.comparisons_to_top), for display."""
     out = []
-    for section, field, what, higher_better in _HEADLINES:
-        a_sec = _get(top, section)
-        a, a_iv = _get(a_sec, field), _interval(a_sec, field)
-        if a is None or a_iv is None:
-            continue
-        for name in result.ranking[1:]:
-            b_sec = _get(by_name[name], section)
-            b, b_iv = _get(b_sec, field), _interval(b_sec, field)
-            if b is None or b_iv is None:
-                continue
-            cmp = compare(a, Interval(*a_iv), b, Interval(*b_iv))
-            if cmp.verdict == "within_noise":
-                verdict = "within noise"
-            else:
-                worse = (cmp.verdict == "higher") != higher_better
-                verdict = f"{cmp.verdict} ({'worse' if worse else 'better'}) beyond noise"
-            fmt = (lambda v: _num(v, ".1f")) if field == "vendi_score" else _pct
-            out.append({"metric": what, "a": top.name, "b": name, "a_value": fmt(a), "b_value": fmt(b),
-                        "within_noise": cmp.verdict == "within_noise", "verdict": verdict,
-                        "short": "within noise" if cmp.verdict == "within_noise" else verdict.split(" beyond")[0]})
+    for c in _get(result, "comparisons", default=[]):
+        fmt = (lambda v: _num(v, ".1f")) if c.figure == "vendi_score" else _pct
+        within = c.verdict == "within_noise"
+        short = "within noise" if within else f"{c.verdict} ({'worse' if c.worse else 'better'})"
+        out.append({"metric": c.label, "a": c.top, "b": c.other, "a_value": fmt(c.top_value),
+                    "b_value": fmt(c.other_value), "within_noise": within,
+                    "verdict": short if within else short + " beyond noise", "short": short})
     return out
 
 
@@ -203,7 +172,7 @@ def recommendation(result: AuditResult) -> str:
         for note in notes:
             if note.within_noise:
                 parts.append(f"{note.better} and {note.worse} are within noise of each other")
-    else:  # older results: per figure, from the stored intervals
+    else:  # results merged without ranking notes: per figure, from the stored comparisons
         noise = [c for c in comparisons(result) if c["within_noise"] and by_name[c["b"]].status == best.status]
         for name in dict.fromkeys(c["b"] for c in noise):
             metrics = [c["metric"] for c in noise if c["b"] == name]
