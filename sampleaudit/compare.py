@@ -9,17 +9,16 @@ was measured with) and refuses, naming what differs and in which file, when they
 
 from __future__ import annotations
 
-import dataclasses
 import platform
 import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-from . import __version__, results
+from . import __version__
 from .checks import RANKING_RULE, comparisons_to_top, penalty, rank, ranking_notes
 from .errors import IncompatibleAuditsError, InputError
-from .results import STATUS_ORDER, AuditResult, CheckpointResult, EmbeddingMap, Provenance, ToolInfo
+from .results import STATUS_ORDER, AuditResult, CheckpointResult, EmbeddingMap, Provenance, SourceAudit, ToolInfo
 
 # Settings that do not change any figure of an audit (how it ran, what the report shows, the
 # exit-code policy); every other key of provenance.config must be equal to merge.
@@ -85,30 +84,24 @@ def _differences(items: Sequence[tuple[str, AuditResult]]) -> list[str]:
         if result.baseline is not None and result.baseline.sha256 is None:
             diffs.append(f"the baseline in {src} has no file hash (it was built in memory), so it cannot be "
                          "shown to be the same baseline; audit it from a file")
-    measured = [(src, c) for src, r in items for c in r.checkpoints if c.similarity is not None]
-    if measured:
-        ref_src, ref = measured[0]
-        for src, c in measured[1:]:
-            a, b = ref.similarity, c.similarity
-            if abs(a.threshold - b.threshold) > THRESHOLD_TOLERANCE or a.threshold_source != b.threshold_source:
-                diffs.append(
-                    f"the similarity threshold is {a.threshold:.6g} ({a.threshold_source}) for {ref.name} in "
-                    f"{ref_src} but {b.threshold:.6g} ({b.threshold_source}) for {c.name} in {src}"
-                )
+    # The calibrated threshold depends on the checkpoint's size, so only equal sizes must agree.
+    first_of_size: dict[int, tuple[str, CheckpointResult]] = {}
+    for src, c in ((src, c) for src, r in items for c in r.checkpoints if c.similarity is not None):
+        ref_src, ref = first_of_size.setdefault(c.n_samples, (src, c))
+        a, b = ref.similarity, c.similarity
+        if abs(a.threshold - b.threshold) > THRESHOLD_TOLERANCE or a.threshold_source != b.threshold_source:
+            diffs.append(
+                f"the similarity threshold is {a.threshold:.6g} ({a.threshold_source}) for {ref.name} in "
+                f"{ref_src} but {b.threshold:.6g} ({b.threshold_source}) for {c.name} in {src}, both of "
+                f"{c.n_samples} samples"
+            )
     return list(dict.fromkeys(diffs))
 
 
-def _source_record(src: str, result: AuditResult, kept: list[str]):
-    """A results.SourceAudit for the merged result's provenance, when the results model has one."""
-    cls = getattr(results, "SourceAudit", None)
-    if cls is None:
-        return None
-    values = {
-        "path": src, "created_at": result.provenance.created_at, "tool_version": result.tool.version,
-        "device": result.embedder.device, "run_seconds": result.provenance.run_seconds, "checkpoints": kept,
-    }
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in values.items() if k in names})
+def _source_record(src: str, result: AuditResult, kept: list[str]) -> SourceAudit:
+    """Where a merged audit came from, for the merged result's provenance."""
+    return SourceAudit(path=src, created_at=result.provenance.created_at, tool_version=result.tool.version,
+                       device=result.embedder.device, run_seconds=result.provenance.run_seconds, checkpoints=kept)
 
 
 def merge_audits(
@@ -182,10 +175,6 @@ def merge_audits(
     )
     emap = _merged_map(items, kept, warnings)
     ranking = rank(checkpoints)
-    extra = {}
-    records = [_source_record(src, r, per_source[src]) for src, r in items]
-    if all(rec is not None for rec in records) and "sources" in {f.name for f in dataclasses.fields(AuditResult)}:
-        extra["sources"] = records
     return AuditResult(
         schema_version=first.schema_version,
         tool=ToolInfo("sampleaudit", __version__),
@@ -199,7 +188,7 @@ def merge_audits(
         comparisons=comparisons_to_top(checkpoints, ranking),
         map=emap,
         warnings=list(dict.fromkeys(warnings)),
-        **extra,
+        sources=[_source_record(src, r, per_source[src]) for src, r in items],
     )
 
 

@@ -287,3 +287,30 @@ def test_cli_compare_gate_and_refusal(tmp_path, files, hashing_embedder, capsys)
     assert not (tmp_path / "refused").exists()
     assert main(["compare", a, b, "--out", str(tmp_path / "unknown"), "--candidate", "ckpt-99k"]) == 2
     assert not (tmp_path / "unknown").exists()
+
+
+def test_checkpoints_of_different_sizes_keep_their_own_calibrated_thresholds(tmp_path):
+    """The calibrated threshold depends on the checkpoint's size: an audit of a 40- and a 60-sample
+    checkpoint merges with itself, and with a second audit of the same sizes."""
+    import numpy as np
+
+    from sampleaudit import audit, merge_audits
+    from sampleaudit.samples import SampleSet
+
+    rng = np.random.default_rng(3)
+    unit = lambda n: (lambda v: v / np.linalg.norm(v, axis=1, keepdims=True))(rng.normal(size=(n, 16)))  # noqa: E731
+    base_path = tmp_path / "base.jsonl"
+    base_path.write_text("".join(f'{{"text": "baseline text {i}"}}\n' for i in range(200)))
+    from sampleaudit.samples import load_samples
+
+    base = load_samples(base_path)
+    base_x = unit(200)
+    small, large = SampleSet.from_texts([f"s{i}" for i in range(40)], name="small"), \
+        SampleSet.from_texts([f"l{i}" for i in range(60)], name="large")
+    first = audit([small, large], baseline=base, embeddings={"small": unit(40), "large": unit(60), "base": base_x})
+    assert first.checkpoint("small").similarity.threshold != first.checkpoint("large").similarity.threshold
+    other = SampleSet.from_texts([f"o{i}" for i in range(40)], name="other")
+    second = audit([other], baseline=base, embeddings={"other": unit(40), "base": base_x})
+    merged = merge_audits([first, second], sources=["a.json", "b.json"])
+    assert sorted(merged.ranking) == ["large", "other", "small"]
+    assert [s.path for s in merged.sources] == ["a.json", "b.json"]
