@@ -13,9 +13,8 @@ from ..errors import InputError
 from ..results import AuditResult
 
 INSTALL_HINT = (
-    "PDF output needs WeasyPrint: pip install 'sampleaudit[pdf]' (or pip install 'weasyprint>=60'; "
-    "it also needs the Pango library, e.g. apt-get install libpango-1.0-0 libpangoft2-1.0-0), "
-    "or leave pdf out of --format"
+    "PDF output needs WeasyPrint: pip install 'weasyprint>=60' (it also needs the Pango library, "
+    "e.g. apt-get install libpango-1.0-0 libpangoft2-1.0-0), or leave pdf out of --format"
 )
 
 
