@@ -288,7 +288,7 @@ def test_pdf_without_weasyprint_says_how_to_install_and_writes_nothing(tmp_path,
     from sampleaudit.report import pdf
 
     monkeypatch.setattr(pdf, "_weasyprint", lambda: None)
-    with pytest.raises(InputError, match=r"pip install 'sampleaudit\[pdf\]'"):
+    with pytest.raises(InputError, match=r"pip install 'weasyprint>=60'"):
         render(result, tmp_path / "out", formats=["json", "html", "pdf"])
     assert not (tmp_path / "out").exists()
 
