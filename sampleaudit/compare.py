@@ -9,16 +9,13 @@ was measured with) and refuses, naming what differs and in which file, when they
 
 from __future__ import annotations
 
-import platform
-import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
 
-from . import __version__
-from .checks import RANKING_RULE, comparisons_to_top, penalty, rank, ranking_notes
+from .checks import penalty, ranking_notes
 from .errors import IncompatibleAuditsError, InputError
-from .results import STATUS_ORDER, AuditResult, CheckpointResult, EmbeddingMap, Provenance, SourceAudit, ToolInfo
+from .pipeline import build_result
+from .results import STATUS_ORDER, AuditResult, CheckpointResult, EmbeddingMap, SourceAudit
 
 # Settings that do not change any figure of an audit (how it ran, what the report shows, the
 # exit-code policy); every other key of provenance.config must be equal to merge.
@@ -164,30 +161,11 @@ def merge_audits(
     for src, r in items:
         warnings += [f"{src}: {w}" for w in r.warnings]
 
-    provenance = Provenance(
-        created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        run_seconds=round(time.perf_counter() - started, 3),
-        seed=first.provenance.seed,
-        config=first.provenance.config,
-        python=sys.version.split()[0],
-        platform=platform.platform(),
-        command=command,
-    )
     emap = _merged_map(items, kept, warnings)
-    ranking = rank(checkpoints)
-    return AuditResult(
-        schema_version=first.schema_version,
-        tool=ToolInfo("sampleaudit", __version__),
-        embedder=first.embedder,
-        baseline=first.baseline,
-        checkpoints=checkpoints,
-        ranking=ranking,
-        ranking_rule=RANKING_RULE,
-        provenance=provenance,
-        ranking_notes=ranking_notes(checkpoints, ranking),
-        comparisons=comparisons_to_top(checkpoints, ranking),
-        map=emap,
-        warnings=list(dict.fromkeys(warnings)),
+    return build_result(
+        checkpoints, embedder=first.embedder, baseline=first.baseline, started=started,
+        seed=first.provenance.seed, config=first.provenance.config, command=command,
+        schema_version=first.schema_version, map=emap, warnings=list(dict.fromkeys(warnings)),
         sources=[_source_record(src, r, per_source[src]) for src, r in items],
     )
 

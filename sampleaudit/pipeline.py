@@ -335,27 +335,40 @@ def audit(
         _ = base_ctx.clusters
     results = [_checkpoint(s, vectors[s.name], base_ctx, config, info.model, log) for s in sets]
     base_result = base_ctx.result(max(len(s) for s in sets)) if base_ctx else None
-    ranking = rank(results)
+    return build_result(
+        results, embedder=info, baseline=base_result, started=started, seed=config.seed,
+        config=config.model_dump(), command=command, map=_embedding_map(sets, vectors, base, config.seed),
+        warnings=_warnings(sets, base, results, info.model),
+    )
+
+
+def build_result(
+    checkpoints: list[CheckpointResult], *, embedder: EmbedderInfo, baseline: BaselineResult | None,
+    started: float, seed: int, config: dict, command: list[str] | None, schema_version: int = SCHEMA_VERSION,
+    **extra,
+) -> AuditResult:
+    """The AuditResult of checkpoint results: ranked, with noise notes, comparisons and provenance
+    (shared by audit() and compare's merge). `extra` sets the optional fields (map, warnings, ...)."""
+    ranking = rank(checkpoints)
     provenance = Provenance(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         run_seconds=round(time.perf_counter() - started, 3),
-        seed=config.seed,
-        config=config.model_dump(),
+        seed=seed,
+        config=config,
         python=sys.version.split()[0],
         platform=platform.platform(),
         command=command,
     )
     return AuditResult(
-        schema_version=SCHEMA_VERSION,
+        schema_version=schema_version,
         tool=ToolInfo("sampleaudit", __version__),
-        embedder=info,
-        baseline=base_result,
-        checkpoints=results,
+        embedder=embedder,
+        baseline=baseline,
+        checkpoints=checkpoints,
         ranking=ranking,
         ranking_rule=RANKING_RULE,
         provenance=provenance,
-        ranking_notes=ranking_notes(results, ranking),
-        comparisons=comparisons_to_top(results, ranking),
-        map=_embedding_map(sets, vectors, base, config.seed),
-        warnings=_warnings(sets, base, results, info.model),
+        ranking_notes=ranking_notes(checkpoints, ranking),
+        comparisons=comparisons_to_top(checkpoints, ranking),
+        **extra,
     )
