@@ -286,8 +286,7 @@ def detect_loop(
         min_repeats, min_unit_tokens, max_unit_tokens, min_loop_tokens, min_coverage, max_variation,
         min_consensus,
     )
-    sc = _scan(text)
-    return _find_loop(text, *_loop_ids(sc), sc, rule)
+    return _find_loop(text, _scan(text), rule)
 
 
 def detect_loops(
@@ -307,11 +306,7 @@ def detect_loops(
         min_repeats, min_unit_tokens, max_unit_tokens, min_loop_tokens, min_coverage, max_variation,
         min_consensus,
     )
-    out: list[Loop | None] = []
-    for text in texts:
-        sc = _scan(text)
-        out.append(_find_loop(text, *_loop_ids(sc), sc, rule))
-    return out
+    return [_find_loop(text, _scan(text), rule) for text in texts]
 
 
 def _loop_ids(sc: _Scan) -> tuple[np.ndarray, np.ndarray]:
@@ -321,10 +316,9 @@ def _loop_ids(sc: _Scan) -> tuple[np.ndarray, np.ndarray]:
     return np.where(sc.is_number, _NUMBER_ID, sc.ids), lexical
 
 
-def _find_loop(
-    text: str, ids: np.ndarray, lexical: np.ndarray, sc: _Scan, rule: _LoopRule
-) -> Loop | None:
+def _find_loop(text: str, sc: _Scan, rule: _LoopRule) -> Loop | None:
     """The loop kernel: candidate periods from trigram recurrences, then a check per period."""
+    ids, lexical = _loop_ids(sc)
     n = ids.size
     need_min = max(rule.min_loop_tokens, rule.min_repeats * rule.min_unit_tokens, 3)
     if n < need_min:
@@ -578,7 +572,7 @@ def repetition_stats(
     scans = [_scan(t) for t in texts]
     records: list[LoopRecord] = []
     for text, name, sc in zip(texts, names, scans):
-        loop = _find_loop(text, *_loop_ids(sc), sc, rule)
+        loop = _find_loop(text, sc, rule)
         if loop is not None:
             records.append(LoopRecord(id=name, **loop.__dict__))
     records.sort(key=lambda r: (-r.coverage_share, -r.n_repeats, r.id))
