@@ -99,6 +99,7 @@ def similarity_section(samples: SampleSet, emb: np.ndarray, cal: ThresholdCalibr
                           nearest=nn, block_size=cfg.block_size)
     pairs = [PairView(p.similarity, _view(samples, p.i), _view(samples, p.j))
              for p in most_similar_pairs(nn, k=config.report.n_pairs)]
+    fixed = model_threshold(model_id)
     return SimilaritySection(
         **_values(sim),
         threshold_source=cal.threshold_source,
@@ -106,8 +107,8 @@ def similarity_section(samples: SampleSet, emb: np.ndarray, cal: ThresholdCalibr
         high_similarity_share_interval=stats.high_similarity_share_interval(
             nn.similarity, threshold=cal.threshold, n_resamples=config.stats.n_resamples,
             confidence=config.stats.confidence, seed=seed),
-        fixed_threshold=model_threshold(model_id),
-        fixed_threshold_share=round(float((nn.similarity >= model_threshold(model_id)).mean()), 6),
+        fixed_threshold=fixed,
+        fixed_threshold_share=round(float((nn.similarity >= fixed).mean()), 6),
         vendi_score=round(vendi_score(emb), 6),
         vendi_score_interval=stats.vendi_interval(emb, confidence=config.stats.confidence, seed=seed),
         near_duplicate_threshold=dup.threshold,

@@ -75,8 +75,6 @@ def _interval(section, name: str):
     """The stored (low, high) interval of `name` in `section`, or None (not computed)."""
     iv = _get(section, name + "_interval")
     if iv is None:
-        iv = _get(section, "intervals", name)
-    if iv is None:
         return None
     low, high = _get(iv, "low"), _get(iv, "high")
     return None if low is None or high is None else (float(low), float(high))
@@ -387,14 +385,6 @@ def highlight(text: str, start: int, end: int | None, *, max_chars: int, context
             "after": after, "cut_after": max(0, n - end - len(after))}
 
 
-def _loop_texts(c: CheckpointResult) -> dict[str, str]:
-    """Texts of the samples the results carry, by id: a loop listed without its text may still be
-    one of the examples or pairs."""
-    pairs = c.similarity.most_similar_pairs if c.similarity else []
-    views = list(c.examples) + [v for p in pairs for v in (p.a, p.b)]
-    return {str(v.id): v.text for v in views}
-
-
 def _repetition(result: AuditResult, colours: dict[str, str], max_chars: int) -> dict | None:
     sets = []
     base_rep = _get(result, "baseline", "repetition")
@@ -423,16 +413,11 @@ def _repetition(result: AuditResult, colours: dict[str, str], max_chars: int) ->
             opening_bars.append((_set_label(name, is_baseline), _get(rep, "opening_top_share"), None, colour))
         if c is None:
             continue
-        texts = _loop_texts(c)
-        items = []
-        for rec in list(_get(c, "worst_loops") or _get(rep, "loops", default=[]))[:N_LOOPS_SHOWN]:
-            text = _get(rec, "text") or texts.get(str(_get(rec, "id")))
-            items.append({
-                "id": _short_id(_get(rec, "id", default="")), "unit": shown(_get(rec, "unit"), 120),
-                "n_repeats": _get(rec, "n_repeats"), "coverage": _pct(_get(rec, "coverage_share"), 0),
-                "text": highlight(text, _get(rec, "start_char", default=0), _get(rec, "end_char"),
-                                  max_chars=min(max_chars, LOOP_CHARS)) if text else None,
-            })
+        items = [{
+            "id": _short_id(rec.id), "unit": shown(rec.unit, 120), "n_repeats": rec.n_repeats,
+            "coverage": _pct(rec.coverage_share, 0),
+            "text": highlight(rec.text, rec.start_char, rec.end_char, max_chars=min(max_chars, LOOP_CHARS)),
+        } for rec in c.worst_loops[:N_LOOPS_SHOWN]]
         loops.append({"name": name, "colour": colour, "n_looped": _get(rep, "n_looped", default=0),
                       "n": _get(rep, "n_samples"), "entries": items})
         top = [{"text": shown(_get(o, "text"), SHORT_CHARS), "count": _get(o, "count"), "share": _pct(_get(o, "share"))}
