@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline (machines here are noisy); CI runs the same examples every time.
+settings.register_profile("sampleaudit", deadline=None, derandomize=bool(os.environ.get("CI")))
+settings.load_profile("sampleaudit")
 
 @pytest.fixture(autouse=True)
 def _isolated(tmp_path_factory, monkeypatch):
