@@ -160,7 +160,10 @@ class _NamedHashing:
 def test_warns_when_samples_are_in_a_script_the_embedder_does_not_know():
     zh = [f"模型在第{i}步之后开始重复同一句话，训练损失仍在下降。" for i in range(30)]
     en = [f"sample number {i} talks about something else entirely" for i in range(30)]
-    r = audit([SampleSet.from_texts(zh, name="zh"), SampleSet.from_texts(en, name="en")], embedder=_NamedHashing())
+    # letterless samples (empty, numbers) are no reason to suggest another embedder
+    blank = [""] * 20 + [str(i) for i in range(10)] + ["an English sample", "another English one"]
+    sets = [SampleSet.from_texts(t, name=n) for t, n in [(zh, "zh"), (en, "en"), (blank, "blank")]]
+    r = audit(sets, embedder=_NamedHashing())
     warnings = [w for w in r.warnings if "script" in w]
     assert len(warnings) == 1 and warnings[0].startswith("zh: 100% of samples are in cjk script")
     assert "multilingual" in warnings[0]

@@ -198,7 +198,11 @@ _STARTS, _CODES = _build_table()
 
 @dataclass(frozen=True)
 class ScriptShare:
-    """Share of samples whose letters are mostly in each script ("none": no letters at all)."""
+    """Share of samples whose letters are mostly in each script ("none": no letters at all).
+
+    `dominant_script` is the most common script among texts with letters ("none" only when no
+    text has any); `dominant_share` is its share of all texts.
+    """
 
     n_samples: int
     shares: dict[str, float]
@@ -231,5 +235,7 @@ def script_share(texts: Sequence[str]) -> ScriptShare:
     names = [*SCRIPTS, _NONE]
     counts = np.bincount([_dominant_script(t) for t in texts], minlength=len(names))
     shares = {name: round(int(c) / len(texts), 6) for name, c in zip(names, counts)}
-    top = int(counts.argmax())
+    # The dominant script is a real one whenever any text has letters: letterless texts (empty,
+    # numbers, emoji) say nothing about which embedder fits.
+    top = int(counts[:-1].argmax()) if counts[:-1].any() else len(SCRIPTS)
     return ScriptShare(len(texts), shares, names[top], shares[names[top]])

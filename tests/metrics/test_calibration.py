@@ -78,6 +78,15 @@ def test_script_share_counts_letters_by_majority():
     assert res.dominant_script == "cjk" and res.dominant_share == 0.75
 
 
+def test_script_share_dominant_script_ignores_letterless_texts():
+    # Empty samples and bare numbers must not make "none" the dominant script (and so trigger
+    # the wrong-embedder warning); only when no text has letters is "none" dominant.
+    res = script_share(["", "", "12345", "Hello world"])
+    assert res.shares["none"] == 0.75
+    assert res.dominant_script == "latin" and res.dominant_share == 0.25
+    assert script_share(["", "42"]).dominant_script == "none"
+
+
 def test_script_share_rejects_bad_input():
     with pytest.raises(InputError):
         script_share("one string")
