@@ -273,6 +273,11 @@ def _warnings(sets: Sequence[SampleSet], base: SampleSet | None, results: Sequen
            f"{', ...' if s.n_skipped > 10 else ''})" for s in everything if s.n_skipped]
     out += [f"{s.name}: {s.n_empty} empty sample(s) (kept; they embed alike and raise similarity)"
             for s in everything if s.n_empty]
+    if base:
+        out += [f"{s.name}: {len(s)} samples but the baseline has only {len(base)}; the calibrated "
+                "threshold comes from fewer texts and is stricter than it should be (nearest-neighbour "
+                "similarity grows with n): give a baseline at least as large as each checkpoint"
+                for s in sets if len(s) > len(base)]
     known = model_scripts(model_id)
     for c in results:
         if known and c.scripts and c.scripts.dominant_script not in {*known, "none"} and c.scripts.dominant_share > 0.5:

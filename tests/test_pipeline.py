@@ -146,6 +146,14 @@ def test_two_samples_of_the_same_distribution_are_within_noise():
     assert "within noise" in note.reason
 
 
+def test_warns_when_the_baseline_is_smaller_than_a_checkpoint(hashing_embedder, result):
+    sets = [SampleSet.from_texts(healthy(120, 3), name="big"), SampleSet.from_texts(healthy(40, 4), name="small")]
+    r = audit(sets, baseline=SampleSet.from_texts(healthy(60, 5), name="train"), embedder=hashing_embedder)
+    size = [w for w in r.warnings if "baseline has only" in w]
+    assert size == [w for w in size if w.startswith("big: 120 samples but the baseline has only 60")] and len(size) == 1
+    assert not any("baseline has only" in w for w in result.warnings)  # 200 baseline texts, 80 samples
+
+
 class _NamedHashing:
     """The hashing embedder under the default model's id, to exercise model-specific tables."""
 

@@ -182,6 +182,16 @@ def test_a_new_check_appears_in_the_verdict_table(result):
     assert "prompt_collapse (21% > 20%)" in ctx.recommendation(ranked)
 
 
+def test_recommendation_for_one_checkpoint_reads_as_a_sentence(result):
+    extra = CheckResult("coverage", "warn", 0.75, 0.85, "coverage 75% (below the warn level 85%)")
+    one = dataclasses.replace(result.checkpoint("ckpt-20k"), checks=[extra], status="warn")
+    alone = dataclasses.replace(result, checkpoints=[one], ranking=["ckpt-20k"], ranking_notes=[], comparisons=[])
+    assert ctx.recommendation(alone).startswith("ckpt-20k warns on coverage (75% < 85%)")
+    passing = dataclasses.replace(one, checks=[dataclasses.replace(extra, status="pass")], status="pass")
+    assert ctx.recommendation(dataclasses.replace(alone, checkpoints=[passing])).startswith(
+        "ckpt-20k passes every check")
+
+
 # ---------------------------------------------------------------------------------------------
 # hostile text
 

@@ -155,8 +155,8 @@ def recommendation(result: AuditResult) -> str:
         parts.append(f"{best.name} is the healthiest and passes every check" if several
                      else f"{best.name} passes every check")
     elif best.status == "warn":
-        lead = f"{best.name} is the healthiest" if several else best.name
-        parts.append(f"{lead} but warns on {join_and([check_phrase(ch) for ch in warning[best.name]])}")
+        lead = f"{best.name} is the healthiest but" if several else best.name
+        parts.append(f"{lead} warns on {join_and([check_phrase(ch) for ch in warning[best.name]])}")
     else:
         lead = f"no checkpoint passes; {best.name} ranks first but" if several else best.name
         parts.append(f"{lead} fails {join_and([check_phrase(ch) for ch in failing[best.name]])}")
