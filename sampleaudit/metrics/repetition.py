@@ -63,7 +63,9 @@ The opening of a sample is its first sentence, or its first `opening_tokens` tok
 no sentence break, casefolded with whitespace and trailing punctuation normalised
 (`sampleaudit.metrics.text.opening`). ``opening_top_share`` is the share of all samples that start
 with the most common opening (empty samples count in the denominator, never as an opening);
-ties are broken by the opening's text, so the result does not depend on sample order.
+ties are broken by the opening's text, so the result does not depend on sample order. Only
+openings that start at least two samples are listed: when every opening is unique the share is
+0.0 and there is no top text (otherwise two distinct samples would "share" an opening at 50%).
 
 Empty input: with no samples every share and distribution figure is None; nothing raises.
 """
@@ -666,7 +668,8 @@ def _openings(
 ) -> tuple[list[OpeningCount], float | None, str | None]:
     n = len(texts)
     counts = Counter(o for o in (_opening(t, max_tokens) for t in texts) if o)
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+    repeated = ((t, c) for t, c in counts.items() if c > 1)  # a unique opening is not repetition
+    ranked = sorted(repeated, key=lambda kv: (-kv[1], kv[0]))[:top]
     openings = [OpeningCount(text=t, count=c, share=c / n) for t, c in ranked]
     if not openings:
         return [], (0.0 if n else None), None
