@@ -55,9 +55,9 @@ def repetition_checks(rep: RepetitionResult, config: Config) -> list[CheckResult
     checks = [limit_check("repetition_loops", rep.loop_share, config.checks.repetition_loops,
                           f"{rep.loop_share:.1%} of samples end in a repetition loop")]
     if rep.opening_top_share is not None:
-        checks.append(limit_check(
-            "repeated_openings", rep.opening_top_share, config.checks.repeated_openings,
-            f"{rep.opening_top_share:.1%} of samples open with \u201c{_clip(rep.opening_top_text or '', 60)}\u201d"))
+        opened = (f"{rep.opening_top_share:.1%} of samples open with \u201c{_clip(rep.opening_top_text, 60)}\u201d"
+                  if rep.opening_top_text is not None else "no opening starts more than one sample")
+        checks.append(limit_check("repeated_openings", rep.opening_top_share, config.checks.repeated_openings, opened))
     return checks
 
 

@@ -202,3 +202,16 @@ def test_identical_empty_samples_give_valid_json(hashing_embedder):
     text = to_json(r)
     json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in audit.json"))
     assert from_json(text) == r
+
+
+def test_repetition_check_messages_name_the_opening():
+    from sampleaudit.checks import repetition_checks
+    from sampleaudit.metrics.repetition import repetition_stats
+
+    unique = repetition_checks(repetition_stats(["One start. A.", "Two start. B."]), Config())
+    assert [c.message for c in unique if c.name == "repeated_openings"] == [
+        "no opening starts more than one sample (not above the warn level 15%)"]
+    shared = repetition_checks(repetition_stats(["Same start. A.", "Same start. B.", "Else. C."]), Config())
+    opening = next(c for c in shared if c.name == "repeated_openings")
+    assert opening.status == "fail" and opening.message == (
+        "66.7% of samples open with \u201csame start\u201d (above the fail level 60%)")
