@@ -12,12 +12,15 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError, SampleAuditError
+from .terminal import for_terminal
 
 EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def _log(quiet: bool):
-    return (lambda _m: None) if quiet else (lambda m: print(f"sampleaudit: {m}", file=sys.stderr, flush=True))
+    if quiet:
+        return lambda _m: None
+    return lambda m: print(f"sampleaudit: {for_terminal(m)}", file=sys.stderr, flush=True)
 
 
 def _formats(value: str) -> list[str]:
@@ -201,7 +204,7 @@ def _cmd_compare(args, argv) -> int:
     if gate is None:
         return exit_code(result.checkpoints, args.fail_on or "fail")
     code, reason = gate
-    print(reason)
+    print(for_terminal(reason))
     return code
 
 
@@ -214,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _COMMANDS[args.command](args, argv)
     except SampleAuditError as exc:
-        message = " ".join(str(exc).split("\n"))
+        message = for_terminal(" ".join(str(exc).split("\n")))
         print(f"sampleaudit: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -56,6 +56,24 @@ def test_bad_input_exit_2_one_line_nothing_written(tmp_path, capsys, content, ex
     assert not out.exists()
 
 
+def test_hostile_ids_and_names_reach_the_terminal_as_escapes(tmp_path, capsys, write_jsonl, monkeypatch):
+    # an id with an ANSI colour code, a bidi override and a newline: still one plain error line
+    hostile = "x\x1b[31mRED\u202eevil\nline2"
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"text": "a", "id": hostile}, {"text": "b", "id": hostile}])
+    assert main(["audit", str(bad), "--out", str(tmp_path / "out"), "-q"]) == 2
+    line = _one_error_line(capsys)
+    assert "\x1b" not in line and "\u202e" not in line
+    assert 'duplicate id "x\\x1b[31mRED\\u202eevil line2"' in line
+    # a checkpoint name (user text, and read back from audit.json files) in the summary
+    from sampleaudit.embed.hashing import HashingEmbedder
+
+    monkeypatch.setattr("sampleaudit.embed.load_embedder", lambda *a, **k: HashingEmbedder(64))
+    good = write_jsonl(tmp_path / "good.jsonl", [{"text": "one sample"}, {"text": "another one"}])
+    main(["audit", str(good), "--name", "ck\x1b[2J", "--out", str(tmp_path / "o"), "--format", "json", "-q"])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "ck\\x1b[2J" in out
+
+
 def test_bad_baseline_and_bad_config_exit_2(tmp_path, capsys, write_jsonl):
     good = write_jsonl(tmp_path / "good.jsonl", [{"text": "a"}, {"text": "b"}])
     out = tmp_path / "out"
