@@ -280,7 +280,8 @@ def _warnings(sets: Sequence[SampleSet], base: SampleSet | None, results: Sequen
                 for s in sets if len(s) > len(base)]
     known = model_scripts(model_id)
     for c in results:
-        if known and c.scripts and c.scripts.dominant_script not in {*known, "none"} and c.scripts.dominant_share > 0.5:
+        if (known and c.scripts and c.scripts.dominant_script not in {*known, "none"}
+                and c.scripts.dominant_share > 0.5):
             out.append(f"{c.name}: {c.scripts.dominant_share:.0%} of samples are in {c.scripts.dominant_script} script, "
                        f"which {model_id} was not trained on; similarity figures may be unreliable: use a "
                        "multilingual embedder, e.g. --embedder paraphrase-multilingual-MiniLM-L12-v2")
