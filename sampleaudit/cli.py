@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import __version__
 from .errors import InputError, SampleAuditError
-from .terminal import for_terminal
+from .controls import for_terminal
 
 EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT = 0, 1, 2
 

@@ -6,7 +6,7 @@ import pandas as pd
 
 from .report.context import recommendation
 from .results import AuditResult
-from .terminal import for_terminal
+from .controls import for_terminal
 
 
 def terminal_summary(result: AuditResult) -> str:

@@ -209,6 +209,21 @@ def test_hostile_sample_text_is_escaped(html):
     assert "检查点&lt;b&gt;-3" in html and "检查点<b>" not in html
 
 
+def test_control_and_bidi_characters_in_samples_are_shown_as_escapes():
+    from sampleaudit.embed.hashing import HashingEmbedder
+
+    texts = ["invoice_\u202egnp.exe is harmless", "ansi \x1b[2J clears \x00 the screen",
+             "שלום\u200f world\tand a tab\nand a line", *healthy(5, 3)]
+    html = render_html(audit([SampleSet.from_texts(texts, name="ck")], embedder=HashingEmbedder(64)))
+    assert "\u202e" not in html and "\x1b" not in html and "\x00" not in html
+    assert "invoice_\\u202egnp.exe" in html and "ansi \\x1b[2J clears \\x00 the screen" in html
+    # layout characters and the harmless direction mark of RTL text stay as they are
+    assert "שלום\u200f world\tand a tab\nand a line" in html
+    # a loop shown with its context: the text around the highlighted loop is made visible too
+    loop = ctx.highlight("\u202ebefore " + "again and again. " * 8 + "\x07after", 8, 8 + 17 * 8, max_chars=400)
+    assert loop["before"] == "\\u202ebefore " and loop["after"] == "\\x07after"
+
+
 def test_long_text_is_cut_with_a_visible_marker(html, result):
     assert "cut: 99,400 more characters; full text in audit.json" in html
     assert "x" * 601 not in html

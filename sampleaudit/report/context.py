@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from ..controls import for_page
 from ..results import AuditResult, CheckpointResult, SampleView
 from . import charts
 
@@ -42,10 +43,9 @@ class ShownText:
 
 
 def shown(text: str | None, max_chars: int) -> ShownText:
+    """`text` cut to `max_chars` characters, its control and bidi-override characters made visible."""
     text = text or ""
-    if len(text) <= max_chars:
-        return ShownText(text, 0)
-    return ShownText(text[:max_chars], len(text) - max_chars)
+    return ShownText(for_page(text[:max_chars]), max(0, len(text) - max_chars))
 
 
 def _get(obj, *path, default=None):
@@ -381,8 +381,8 @@ def highlight(text: str, start: int, end: int | None, *, max_chars: int, context
     before_from = max(0, start - context)
     loop = shown(text[start:end], max_chars)
     after = text[end:end + context]
-    return {"cut_before": before_from, "before": text[before_from:start], "loop": loop,
-            "after": after, "cut_after": max(0, n - end - len(after))}
+    return {"cut_before": before_from, "before": for_page(text[before_from:start]), "loop": loop,
+            "after": for_page(after), "cut_after": max(0, n - end - len(after))}
 
 
 def _repetition(result: AuditResult, colours: dict[str, str], max_chars: int) -> dict | None:
