@@ -5,6 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime, timezone
@@ -63,6 +64,9 @@ from .samples import SampleSet, load_samples
 Log = Callable[[str], None]
 MAP_POINTS = 400  # points per set on the report's 2-D map
 WORST_LOOPS = 5  # looped samples kept with their text for the report
+# Above this share of baseline texts with an exact twin, a warning: at ~5% the calibrated
+# threshold (the p95 of nearest-neighbour similarity) reaches 1.0 and only exact copies count.
+BASELINE_DUPLICATE_WARN = 0.02
 
 
 def _as_set(item: SampleSet | str | Path) -> SampleSet:
@@ -274,6 +278,11 @@ def _warnings(sets: Sequence[SampleSet], base: SampleSet | None, results: Sequen
     out += [f"{s.name}: {s.n_empty} empty sample(s) (kept; they embed alike and raise similarity)"
             for s in everything if s.n_empty]
     if base:
+        twinned = sum(c for c in Counter(t for t in base.texts if t).values() if c > 1) / len(base)
+        if twinned > BASELINE_DUPLICATE_WARN:
+            out.append(f"{base.name}: {twinned:.0%} of the baseline's texts have an exact duplicate in it; "
+                       "duplicates raise its nearest-neighbour similarity and so the calibrated threshold, "
+                       "which makes collapse read milder: deduplicate the baseline")
         out += [f"{s.name}: {len(s)} samples but the baseline has only {len(base)}; the calibrated "
                 "threshold comes from fewer texts and is stricter than it should be (nearest-neighbour "
                 "similarity grows with n): give a baseline at least as large as each checkpoint"

@@ -154,6 +154,19 @@ def test_warns_when_the_baseline_is_smaller_than_a_checkpoint(hashing_embedder, 
     assert not any("baseline has only" in w for w in result.warnings)  # 200 baseline texts, 80 samples
 
 
+def test_warns_when_the_baseline_holds_exact_duplicates(hashing_embedder):
+    texts = healthy(100, 6)
+    duped = texts[:97] + [texts[0]] * 3  # 4 of 100 texts share one text: 4% > 2%
+    sets = [SampleSet.from_texts(healthy(40, 7), name="ck")]
+    r = audit(sets, baseline=SampleSet.from_texts(duped, name="train"), embedder=hashing_embedder)
+    assert [w for w in r.warnings if "exact duplicate" in w] == [
+        "train: 4% of the baseline's texts have an exact duplicate in it; duplicates raise its nearest-neighbour "
+        "similarity and so the calibrated threshold, which makes collapse read milder: deduplicate the baseline"]
+    few = texts[:99] + [texts[0]]  # 2 of 100: at the limit, no warning
+    r = audit(sets, baseline=SampleSet.from_texts(few, name="train"), embedder=hashing_embedder)
+    assert not any("exact duplicate" in w for w in r.warnings)
+
+
 class _NamedHashing:
     """The hashing embedder under the default model's id, to exercise model-specific tables."""
 
