@@ -127,7 +127,8 @@ class ChecksConfig(_Section):
     )
     repeated_openings: UpperLimits = Field(
         UpperLimits(warn=0.15, fail=0.60),
-        description="share of samples starting with the most common opening; fail above 60% (source article 3.1)",
+        description=("share of samples starting with the most common repeated opening; "
+                     "fail above 60% (source article 3.1)"),
     )
 
 

@@ -427,7 +427,7 @@ def _repetition(result: AuditResult, colours: dict[str, str], max_chars: int) ->
     chart = charts.share_bars(bars, title="Share of samples caught in a loop", xlabel="share of samples",
                               limits=limits) if bars else None
     opening_chart = charts.share_bars(
-        opening_bars, title="Share of samples that start with the most common opening",
+        opening_bars, title="Share of samples that start with the most common repeated opening",
         xlabel="share of samples", limits=_check_limits(result, ("repeated_openings",)),
     ) if opening_bars else None
     shown_lexical = [(k, label) for k, label in LEXICAL_COLUMNS
