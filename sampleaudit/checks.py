@@ -6,22 +6,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .config import Config, LowerLimits, UpperLimits
+from .figures import GATED, WITH_INTERVAL, Figure
 from .metrics.stats import Interval, compare
 from .results import (
     STATUS_ORDER,
     CheckpointResult,
     CheckResult,
-    CoverageSection,
     FigureComparison,
     RankingNote,
     SimilaritySection,
     Status,
     Verdict,
 )
-from .metrics.repetition import RepetitionResult
 
 
-def limit_check(name: str, value: float, limits: UpperLimits | LowerLimits, what: str) -> CheckResult:
+def limit_check(name: str, value: float, limits: UpperLimits | LowerLimits, what: str,
+                figure: str | None = None) -> CheckResult:
     """Compare a share with its warn/fail limits; the limits' type says which side is worse."""
     upper = limits.higher_is_worse
     beyond = (lambda x, lim: x > lim) if upper else (lambda x, lim: x < lim)
@@ -34,35 +34,23 @@ def limit_check(name: str, value: float, limits: UpperLimits | LowerLimits, what
         status, threshold = "pass", limits.warn
     verb = f"{side} the {status} level" if status != "pass" else f"not {side} the warn level"
     message = f"{what} ({verb} {threshold:.0%})"
-    return CheckResult(name, status, round(value, 6), threshold, message)
+    return CheckResult(name, status, round(value, 6), threshold, message, figure)
 
 
-def mode_collapse_check(similarity: SimilaritySection, config: Config) -> CheckResult:
-    share = similarity.high_similarity_share
-    return limit_check("mode_collapse", share, config.checks.mode_collapse,
-                       f"{share:.1%} of samples have a neighbour with cosine >= {similarity.threshold:.3f}")
+def check(figure: Figure, holder, config: Config) -> CheckResult | None:
+    """The check of one gated figure of the registry, or None when the figure was not measured."""
+    value = figure.value(holder)
+    if value is None:
+        return None
+    section = getattr(holder, figure.section)
+    return limit_check(figure.check, value, getattr(config.checks, figure.check), figure.describe(section),
+                       figure.name)
 
 
-def coverage_check(coverage: CoverageSection, config: Config) -> CheckResult:
-    return limit_check("coverage", coverage.coverage_ratio, config.checks.coverage,
-                       f"{coverage.covered_clusters} of {coverage.baseline_clusters} baseline clusters covered "
-                       f"({coverage.coverage_ratio:.0%})")
-
-
-def repetition_checks(rep: RepetitionResult, config: Config) -> list[CheckResult]:
-    if rep.loop_share is None:  # no samples at all
-        return []
-    checks = [limit_check("repetition_loops", rep.loop_share, config.checks.repetition_loops,
-                          f"{rep.loop_share:.1%} of samples end in a repetition loop")]
-    if rep.opening_top_share is not None:
-        opened = (f"{rep.opening_top_share:.1%} of samples open with \u201c{_clip(rep.opening_top_text, 60)}\u201d"
-                  if rep.opening_top_text is not None else "no opening starts more than one sample")
-        checks.append(limit_check("repeated_openings", rep.opening_top_share, config.checks.repeated_openings, opened))
-    return checks
-
-
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 1] + "\u2026"
+def run_checks(holder, config: Config) -> list[CheckResult]:
+    """Every gated figure's check, in registry order, for the sections held by `holder`
+    (a CheckpointResult or anything with its similarity/coverage/repetition attributes)."""
+    return [c for c in (check(f, holder, config) for f in GATED) if c is not None]
 
 
 def worst(statuses: Sequence[Status]) -> Status:
@@ -113,21 +101,9 @@ def data_vs_model(ck: SimilaritySection, base: SimilaritySection, config: Config
 
 # --- ranking -------------------------------------------------------------------------------
 
-RANKING_RULE = (
-    "checkpoints are ordered by their worst check (pass < warn < fail), then by the number of failed "
-    "and of warned checks, then by a penalty: high_similarity_share + (1 - coverage_ratio) + loop_share "
-    "+ opening_top_share (each in [0, 1]; a figure not measured counts 0), lower is healthier, then by "
-    "name; neighbours whose intervals (high_similarity_share, coverage_ratio, vendi_score) all overlap "
-    "and whose checks agree are reported as within noise"
-)
-
-
 def penalty(c: CheckpointResult) -> float:
-    """The ranking's tie-breaker: the sum of the headline shares (see RANKING_RULE)."""
-    total = c.similarity.high_similarity_share if c.similarity else 0.0
-    total += (1.0 - c.coverage.coverage_ratio) if c.coverage else 0.0
-    if c.repetition:
-        total += (c.repetition.loop_share or 0.0) + (c.repetition.opening_top_share or 0.0)
+    """The ranking's tie-breaker: the sum of the gated shares' badness (figures.ranking_rule)."""
+    total = sum(f.badness(v) for f in GATED if (v := f.value(c)) is not None)
     return round(total, 6)
 
 
@@ -142,23 +118,13 @@ def rank(checkpoints: Sequence[CheckpointResult]) -> list[str]:
     return [c.name for c in sorted(checkpoints, key=_key)]
 
 
-#: Figures that carry an interval: (section, field, label, higher_is_healthier).
-HEADLINE_FIGURES = [
-    ("similarity", "high_similarity_share", "high-similarity share", False),
-    ("coverage", "coverage_ratio", "cluster coverage", True),
-    ("similarity", "vendi_score", "Vendi score", True),
-]
-
-
 def _intervals(c: CheckpointResult) -> dict[str, tuple[float, Interval]]:
-    """figure -> (value, interval) for each headline figure this checkpoint has an interval for."""
+    """figure -> (value, interval) for each figure with an interval this checkpoint has one for."""
     out = {}
-    for section_name, name, _, _ in HEADLINE_FIGURES:
-        section = getattr(c, section_name)
-        value = getattr(section, name, None) if section else None
-        interval = getattr(section, name + "_interval", None) if section else None
+    for f in WITH_INTERVAL:
+        value, interval = f.value(c), f.interval_of(c)
         if value is not None and interval is not None:
-            out[name] = (value, interval)
+            out[f.name] = (value, interval)
     return out
 
 
@@ -169,13 +135,13 @@ def comparisons_to_top(checkpoints: Sequence[CheckpointResult], ranking: Sequenc
     out = []
     for name in ranking[1:]:
         other = _intervals(by_name[name])
-        for figure, label, healthier_high in ((f, lab, h) for _, f, lab, h in HEADLINE_FIGURES):
-            if figure not in top or figure not in other:
+        for f in WITH_INTERVAL:
+            if f.name not in top or f.name not in other:
                 continue
-            (a, a_iv), (b, b_iv) = top[figure], other[figure]
+            (a, a_iv), (b, b_iv) = top[f.name], other[f.name]
             verdict = compare(a, a_iv, b, b_iv).verdict
-            worse = None if verdict == "within_noise" else (verdict == "higher") != healthier_high
-            out.append(FigureComparison(figure, label, ranking[0], name, a, b, verdict, worse))
+            worse = None if verdict == "within_noise" else (verdict == "higher") == f.higher_is_worse
+            out.append(FigureComparison(f.name, f.label, ranking[0], name, a, b, verdict, worse))
     return out
 
 

@@ -1,6 +1,11 @@
 """Command-line interface: a thin layer over the Python API.
 
-Exit codes: 0 every check passes, 1 a check reached --fail-on, 2 bad input or usage.
+Exit codes: 0 every check passes, 1 a check reached --fail-on, 2 bad input or usage, 3 an
+unexpected internal error (one line naming the file that holds the traceback).
+
+Every command validates what it can before the expensive work starts (options, config, report
+formats, the device, the output folder), holds a lock on the output folder while it runs, and
+writes its outputs as one set at the end.
 """
 
 from __future__ import annotations
@@ -11,10 +16,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import __version__
-from .errors import InputError, SampleAuditError
 from .controls import for_terminal
+from .errors import InputError, SampleAuditError
 
-EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+# command-line flag of each setting it overrides (errors and provenance name the flag)
+FLAGS = {
+    "seed": "--seed", "fail_on": "--fail-on", "similarity.threshold": "--threshold", "embed.model": "--embedder",
+    "embed.device": "--device", "embed.batch_size": "--batch-size", "embed.cache": "--no-cache",
+}
 
 
 def _log(quiet: bool):
@@ -51,7 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Is a trained generative model's output still diverse and sane? Audits samples for "
         "mode collapse, cluster coverage against a training-data baseline and repetition loops, and "
         "writes JSON, HTML and PDF reports.",
-        epilog="Exit codes: 0 all checks pass, 1 a check failed (see --fail-on), 2 bad input or usage.",
+        epilog="Exit codes: 0 all checks pass, 1 a check failed (see --fail-on), 2 bad input or usage, "
+        "3 an internal error (the message names the file with the traceback).",
     )
     parser.add_argument("--version", action="version", version=f"sampleaudit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -121,19 +132,27 @@ def _config(args):
     from .config import load_config
 
     config = load_config(args.config)
-    return config.with_overrides(**{
+    return config.with_overrides(flags=FLAGS, **{
         "seed": args.seed, "fail_on": args.fail_on, "similarity.threshold": args.threshold,
         "embed.model": args.embedder, "embed.device": args.device, "embed.batch_size": args.batch_size,
         "embed.cache": False if args.no_cache else None,
     })
 
 
+def _write(out: str, outputs: dict) -> None:
+    from .fileio import write_outputs
+
+    for path in write_outputs(out, outputs):
+        print(f"wrote {path}")
+
+
 def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, names: Sequence[str] | None,
                text_column: str, skip_invalid: bool, argv: Sequence[str]) -> int:
     from .checks import exit_code
-    from .embed import EmbeddingCache, load_embedder
+    from .embed import check_device, load_embedder
+    from .fileio import OutputLock, check_output_dir
     from .pipeline import audit
-    from .report import render
+    from .report import build_outputs, check_formats
     from .samples import load_samples
     from .summary import terminal_summary
 
@@ -141,20 +160,22 @@ def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, name
     if names and len(names) != len(checkpoint_paths):
         raise InputError(f"--name was given {len(names)} time(s) for {len(checkpoint_paths)} checkpoint file(s); "
                          "give one --name per file, in order")
+    formats = check_formats(args.format)
+    check_device(config.embed.device)
+    check_output_dir(args.out)
     log = _log(args.quiet)
-    sets = [load_samples(p, name=(names[i] if names else None), text_column=text_column, skip_invalid=skip_invalid)
-            for i, p in enumerate(checkpoint_paths)]
-    base = load_samples(baseline, text_column=text_column, skip_invalid=skip_invalid) if baseline else None
-    progress = not args.quiet and sys.stderr.isatty()
-    embedder = load_embedder(config.embed.model, device=config.embed.device,
-                             batch_size=config.embed.batch_size, progress=progress)
-    cache = EmbeddingCache(config.embed.cache_dir) if config.embed.cache else None
-    result = audit(sets, baseline=base, config=config, embedder=embedder, cache=cache, log=log,
-                   command=["sampleaudit", *argv])
-    written = render(result, args.out, formats=args.format)
+    with OutputLock(args.out):
+        read = dict(text_column=text_column, skip_invalid=skip_invalid, max_chars=config.input.max_chars)
+        sets = [load_samples(p, name=(names[i] if names else None), **read) for i, p in enumerate(checkpoint_paths)]
+        base = load_samples(baseline, **read) if baseline else None
+        progress = not args.quiet and sys.stderr.isatty()
+        embedder = load_embedder(config.embed.model, device=config.embed.device,
+                                 batch_size=config.embed.batch_size, progress=progress)
+        result = audit(sets, baseline=base, config=config, embedder=embedder, log=log,
+                       command=["sampleaudit", *argv])
+        outputs = build_outputs(result, formats, warn=log)
+        _write(args.out, outputs)
     print(terminal_summary(result))
-    for path in written:
-        print(f"wrote {path}")
     return exit_code(result.checkpoints, config.fail_on)
 
 
@@ -174,33 +195,38 @@ def _cmd_demo(args, argv) -> int:
 
 
 def _cmd_report(args, argv) -> int:
-    from .report import default_formats, render
+    from .fileio import OutputLock, check_output_dir
+    from .report import build_outputs, check_formats
     from .results import load_audit
 
-    result = load_audit(args.audit_json)
+    formats = check_formats(args.format, json=False)
     out = args.out or str(Path(args.audit_json).parent)
-    for path in render(result, out, formats=args.format or default_formats(json=False)):
-        print(f"wrote {path}")
+    check_output_dir(out)
+    with OutputLock(out):
+        result = load_audit(args.audit_json)
+        _write(out, build_outputs(result, formats, warn=_log(False)))
     return EXIT_OK
 
 
 def _cmd_compare(args, argv) -> int:
     from .checks import exit_code
     from .compare import merge_audits, release_gate
-    from .report import render
+    from .fileio import OutputLock, check_output_dir
+    from .report import build_outputs, check_formats
     from .results import load_audit
     from .summary import terminal_summary
 
     if args.current and not args.candidate:
         raise InputError("--current needs --candidate, the checkpoint to gate against it")
-    result = merge_audits([load_audit(p) for p in args.audits], sources=args.audits,
-                          command=["sampleaudit", *argv])
-    gate = (release_gate(result, candidate=args.candidate, current=args.current, fail_on=args.fail_on or "fail")
-            if args.candidate else None)  # unknown names are exit 2 before anything is written
-    written = render(result, args.out, formats=args.format)
+    formats = check_formats(args.format)
+    check_output_dir(args.out)
+    with OutputLock(args.out):
+        result = merge_audits([load_audit(p) for p in args.audits], sources=args.audits,
+                              command=["sampleaudit", *argv])
+        gate = (release_gate(result, candidate=args.candidate, current=args.current, fail_on=args.fail_on or "fail")
+                if args.candidate else None)  # unknown names are exit 2 before anything is written
+        _write(args.out, build_outputs(result, formats, warn=_log(False)))
     print(terminal_summary(result))
-    for path in written:
-        print(f"wrote {path}")
     if gate is None:
         return exit_code(result.checkpoints, args.fail_on or "fail")
     code, reason = gate
@@ -209,6 +235,28 @@ def _cmd_compare(args, argv) -> int:
 
 
 _COMMANDS = {"audit": _cmd_audit, "compare": _cmd_compare, "demo": _cmd_demo, "report": _cmd_report}
+
+
+def _crash_report(exc: BaseException) -> str:
+    """Write the traceback of an unexpected error to a file; return where (or why not)."""
+    import os
+    import tempfile
+    import time
+    import traceback
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    name = f"crash-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.txt"
+    from .embed import default_cache_dir
+
+    for folder in (default_cache_dir() / "crashes", Path(tempfile.gettempdir())):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / name
+            path.write_text(f"sampleaudit {__version__}\n{' '.join(sys.argv)}\n\n{text}", encoding="utf-8")
+            return f"the full traceback is in {path}"
+        except OSError:
+            continue
+    return "the traceback could not be written to a file"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -223,3 +271,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("sampleaudit: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug: never exit 1 (a CI gate would read "a check failed")
+        where = _crash_report(exc)
+        detail = for_terminal(" ".join(f"{type(exc).__name__}: {exc}".split()))[:300]
+        print(f"sampleaudit: internal error: {detail} ({where}; please report it)", file=sys.stderr)
+        return EXIT_INTERNAL

@@ -9,42 +9,18 @@ was measured with) and refuses, naming what differs and in which file, when they
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 
 from .checks import penalty, ranking_notes
+from .config import figure_settings
+from .engine import assemble
 from .errors import IncompatibleAuditsError, InputError
-from .pipeline import build_result
 from .results import STATUS_ORDER, AuditResult, CheckpointResult, EmbeddingMap, SourceAudit
 
-# Settings that do not change any figure of an audit (how it ran, what the report shows, the
-# exit-code policy); every other key of provenance.config must be equal to merge.
-IGNORED_SETTINGS = (
-    "fail_on",
-    "embed.device",
-    "embed.batch_size",
-    "embed.cache",
-    "embed.cache_dir",
-    "similarity.block_size",
-    "report",
-)
 THRESHOLD_TOLERANCE = 1e-9
 MAP_TOLERANCE = 1e-3  # baseline map coordinates that agree this well are the same PCA space
-
-
-def _flatten(data: dict, prefix: str = "") -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in data.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, dict):
-            out.update(_flatten(value, name))
-        else:
-            out[name] = value
-    return out
-
-
-def _ignored(key: str) -> bool:
-    return any(key == k or key.startswith(k + ".") for k in IGNORED_SETTINGS)
 
 
 def _describe(value: object) -> str:
@@ -59,7 +35,11 @@ def _differences(items: Sequence[tuple[str, AuditResult]]) -> list[str]:
     def differ(what: str, a: object, src: str, b: object) -> None:
         diffs.append(f"{what} is {_describe(a)} in {first_src} but {_describe(b)} in {src}")
 
-    first_config = _flatten(first.provenance.config or {})
+    first_config = figure_settings(first.provenance.config or {})
+    for src, result in items:
+        if result.embedder.model == "precomputed":
+            diffs.append(f"the embedder of {src} is unknown (precomputed embeddings without embedder_id), so it "
+                         "cannot be shown to be the same embedder; audit it with embedder_id= or let sampleaudit embed")
     for src, other in items[1:]:
         if other.schema_version != first.schema_version:
             differ("schema_version", first.schema_version, src, other.schema_version)
@@ -72,9 +52,11 @@ def _differences(items: Sequence[tuple[str, AuditResult]]) -> list[str]:
             differ("the baseline", a_base.path if a_base else None, src, b_base.path if b_base else None)
         elif a_base is not None and b_base is not None and a_base.sha256 != b_base.sha256:
             differ("the baseline file hash (sha256)", a_base.sha256, src, b_base.sha256)
-        config = _flatten(other.provenance.config or {})
+        if other.embedder.precision != first.embedder.precision:
+            differ("the embedding precision", first.embedder.precision, src, other.embedder.precision)
+        config = figure_settings(other.provenance.config or {})
         for key in sorted(set(first_config) | set(config)):
-            if not _ignored(key) and first_config.get(key) != config.get(key):
+            if first_config.get(key) != config.get(key):
                 differ(f"setting {key}", first_config.get(key), src, config.get(key))
 
     for src, result in items:
@@ -161,24 +143,30 @@ def merge_audits(
     for src, r in items:
         warnings += [f"{src}: {w}" for w in r.warnings]
 
-    emap = _merged_map(items, kept, warnings)
-    return build_result(
-        checkpoints, embedder=first.embedder, baseline=first.baseline, started=started,
-        seed=first.provenance.seed, config=first.provenance.config, command=command,
-        schema_version=first.schema_version, map=emap, warnings=list(dict.fromkeys(warnings)),
-        sources=[_source_record(src, r, per_source[src]) for src, r in items],
+    emap = _merged_map(items, warnings)
+    if emap is None and len(items) > 1:
+        checkpoints = [dataclasses.replace(c, map_points=None) for c in checkpoints]
+    generation = {name: g for _, r in items for name, g in r.provenance.generation.items() if name in kept}
+    return assemble(
+        checkpoints, first.baseline, config=first.provenance.config, embedder=first.embedder, started=started,
+        command=command, settings=first.provenance.settings, schema_version=first.schema_version, map=emap,
+        warnings=warnings, sources=[_source_record(src, r, per_source[src]) for src, r in items],
+        generation=generation,
     )
 
 
-def _merged_map(items, kept: dict[str, tuple[str, CheckpointResult]], warnings: list[str]) -> EmbeddingMap | None:
-    """One 2-D map of every kept checkpoint, when every audit's map lies in the same PCA space (the
-    same baseline, so the baseline's points agree); else None, with a warning."""
+def _merged_map(items, warnings: list[str]) -> EmbeddingMap | None:
+    """The 2-D map of the merged audit, when every audit's map lies in the same PCA space (the
+    same baseline, so the baseline's points agree); else None, with a warning (the checkpoints'
+    own map points are then dropped)."""
     maps = {src: r.map for src, r in items}
     ref = next(iter(maps.values()))
+    if len(maps) == 1:
+        return ref
     if ref is None or not ref.baseline or any(m is None for m in maps.values()):
-        if any(m is not None for m in maps.values()) and len(maps) > 1:
+        if any(m is not None for m in maps.values()):
             warnings.append("the 2-D map is left out: not every audit has one fitted on the baseline")
-        return ref if len(maps) == 1 else None
+        return None
     for src, m in maps.items():
         same = len(m.baseline) == len(ref.baseline) and all(
             abs(a - b) <= MAP_TOLERANCE for p, q in zip(m.baseline, ref.baseline, strict=True)
@@ -186,8 +174,7 @@ def _merged_map(items, kept: dict[str, tuple[str, CheckpointResult]], warnings: 
         if not same:
             warnings.append(f"the 2-D map is left out: the map of {src} is not in the same coordinates")
             return None
-    points = {name: maps[src].checkpoints[name] for name, (src, _) in kept.items() if name in maps[src].checkpoints}
-    return EmbeddingMap(explained_variance=ref.explained_variance, baseline=ref.baseline, checkpoints=points)
+    return ref
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,12 +14,15 @@ Unknown sections or keys are an error, so a typo never passes silently.
 
 from __future__ import annotations
 
+import difflib
 import sys
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, create_model, field_validator
+from pydantic import model_validator
 
+from . import figures
 from .errors import InputError
 
 if sys.version_info >= (3, 11):
@@ -55,6 +58,13 @@ class SimilarityConfig(_Section):
     near_duplicate_threshold: float = Field(0.95, ge=-1.0, le=1.0, description="cosine linking near-duplicate samples into groups")
     block_size: int = Field(1024, ge=1, description="rows per block of the similarity computation (memory O(n * block))")
     histogram_bins: int = Field(100, description="bins of the reported histograms over [-1, 1]; must divide 2000")
+
+    @field_validator("histogram_bins")
+    @classmethod
+    def _divides(cls, value: int) -> int:
+        if value < 1 or 2000 % value:
+            raise ValueError("must divide 2000 (e.g. 40, 50, 100 or 200)")
+        return value
 
 
 class CoverageConfig(_Section):
@@ -112,23 +122,20 @@ class LowerLimits(_Limits):
     higher_is_worse: ClassVar[bool] = False
 
 
-class ChecksConfig(_Section):
-    mode_collapse: UpperLimits = Field(
-        UpperLimits(warn=0.15, fail=0.30),
-        description="share of samples with a highly similar neighbour; fail above 30% (source article 5.3)",
-    )
-    coverage: LowerLimits = Field(
-        LowerLimits(warn=0.85, fail=0.60),
-        description="share of baseline clusters covered; fail below 0.60, warn below 0.85",
-    )
-    repetition_loops: UpperLimits = Field(
-        UpperLimits(warn=0.02, fail=0.10),
-        description="share of samples that end in a repetition loop; fail above 10%, warn above 2%",
-    )
-    repeated_openings: UpperLimits = Field(
-        UpperLimits(warn=0.15, fail=0.60),
-        description=("share of samples starting with the most common repeated opening; "
-                     "fail above 60% (source article 3.1)"),
+def _limits_field(f: figures.Figure):
+    limits = (UpperLimits if f.higher_is_worse else LowerLimits)(warn=f.warn, fail=f.fail)
+    return (type(limits), Field(limits, description=f"{f.meaning}; {f.limits_note}"))
+
+
+#: One [checks.NAME] table per gated figure of the registry (sampleaudit/figures.py).
+ChecksConfig = create_model("ChecksConfig", __base__=_Section, **{f.check: _limits_field(f) for f in figures.GATED})
+
+
+class InputConfig(_Section):
+    max_chars: int = Field(
+        100_000, ge=1_000,
+        description="longer sample texts are cut to this many characters for analysis and flagged "
+        "(bounds what one absurd sample can cost)",
     )
 
 
@@ -139,8 +146,9 @@ class ReportConfig(_Section):
 
 
 class Config(_Section):
-    seed: int = Field(0, description="seed of every random choice (subsamples, examples)")
+    seed: int = Field(0, ge=0, description="seed of every random choice (subsamples, examples)")
     fail_on: Literal["warn", "fail", "never"] = Field("fail", description="which status makes the exit code 1")
+    input: InputConfig = InputConfig()
     embed: EmbedConfig = EmbedConfig()
     similarity: SimilarityConfig = SimilarityConfig()
     coverage: CoverageConfig = CoverageConfig()
@@ -149,27 +157,85 @@ class Config(_Section):
     checks: ChecksConfig = ChecksConfig()
     report: ReportConfig = ReportConfig()
 
-    def with_overrides(self, **dotted: object) -> Config:
-        """A copy with "section.key" values replaced (None values are ignored)."""
+    # Where each setting that is not a default came from: dotted key -> "a.toml", "--seed", ...
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    @property
+    def origins(self) -> dict[str, str]:
+        """Dotted key -> where its value came from, for every setting given explicitly."""
+        return dict(self._origins)
+
+    def origin(self, key: str) -> str | None:
+        return self._origins.get(key)
+
+    def with_overrides(self, flags: dict[str, str] | None = None, **dotted: object) -> Config:
+        """A copy with "section.key" values replaced (None values are ignored).
+
+        `flags` maps a dotted key to the command-line flag that set it ("similarity.threshold":
+        "--threshold"): provenance then says so, and an invalid value is reported by that flag.
+        """
         data = self.model_dump()
-        for key, value in dotted.items():
-            if value is None:
-                continue
+        given = {k: v for k, v in dotted.items() if v is not None}
+        for key, value in given.items():
             *parents, leaf = key.split(".")
             node = data
             for p in parents:
                 node = node[p]
             node[leaf] = value
-        return validate_config(data, source="command-line options")
+        names = {key: (flags or {}).get(key, key) for key in given}
+        out = validate_config(data, source="the command line", names=names)
+        out._origins = {**self._origins, **{key: names[key] if key in (flags or {}) else "the Python API"
+                                            for key in given}}
+        return out
 
 
-def validate_config(data: dict, *, source: str) -> Config:
+def _known_keys() -> list[str]:
+    return [key for key, _, _ in describe_defaults(leaves=True)]
+
+
+def _unknown(where: str, source: str) -> str:
+    keys = _known_keys()
+    leaf = where.rsplit(".", 1)[-1]
+    prefix = where.rsplit(".", 1)[0] + "." if "." in where else ""
+    siblings = [k for k in keys if k.startswith(prefix) and "." not in k[len(prefix):]] if prefix else keys
+    sections = sorted({k.rsplit(".", 1)[0] for k in keys if "." in k})
+    guess = (difflib.get_close_matches(leaf, [k[len(prefix):] for k in siblings], n=1)
+             or difflib.get_close_matches(where, keys + sections, n=1))
+    hint = f'; did you mean "{guess[0]}"?' if guess else f"; see the configuration table in the README"
+    return f'unknown option "{where}" in {source}{hint}'
+
+
+def _message(err: dict, where: str, source: str, names: dict[str, str]) -> str:
+    """A validation error in the user's words: the key (or flag), what it must be, what it got."""
+    if err["type"] == "extra_forbidden":
+        return _unknown(where, source)
+    name = names.get(where, where)
+    msg = err["msg"].removeprefix("Value error, ")
+    msg = msg.replace("Input should be", "must be").replace("Input must be", "must be")
+    got = err.get("input")
+    at = "" if name.startswith("--") else f" in {source}"
+    if isinstance(got, dict):  # a rule over several keys of one table
+        return f"{name}{at}: {msg}"
+    shown = f"; got {got!r}" if got is not None else ""
+    return f"{name}{at} {msg[0].lower() + msg[1:] if msg else 'is invalid'}{shown}"
+
+
+def validate_config(data: dict, *, source: str, names: dict[str, str] | None = None) -> Config:
+    """A Config from plain data, or one InputError line naming the key (or flag) and the cause."""
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise InputError(f"[{where}] {err['msg']}", path=source) from None
+        raise InputError(_message(err, where, source, names or {})) from None
+
+
+def _file_keys(data: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        out += _file_keys(value, name + ".") if isinstance(value, dict) else [name]
+    return out
 
 
 def load_config(path: str | Path | None) -> Config:
@@ -178,23 +244,61 @@ def load_config(path: str | Path | None) -> Config:
         return Config()
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise InputError("config file not found", path=str(path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except IsADirectoryError:
+        raise InputError("is a folder, not a config file", path=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the config file ({exc.strerror})", path=str(path)) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("not a TOML file (not UTF-8 text)", path=str(path)) from None
+    except tomllib.TOMLDecodeError as exc:
         raise InputError(f"invalid TOML ({exc})", path=str(path)) from None
-    return validate_config(data, source=str(path))
+    config = validate_config(data, source=str(path))
+    config._origins = {key: str(path) for key in _file_keys(data)}
+    return config
 
 
-def describe_defaults() -> list[tuple[str, object, str]]:
-    """(dotted key, default, description) for every option: the documentation table."""
+# Settings that change no figure of an audit (how it ran, what the report shows, the exit-code
+# policy); every other setting must agree for two audits to be compared.
+RUN_ONLY_SETTINGS = (
+    "fail_on", "embed.device", "embed.batch_size", "embed.cache", "embed.cache_dir", "similarity.block_size",
+    "report",
+)
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, object]:
+    """Nested settings as dotted keys."""
+    out: dict[str, object] = {}
+    for key, value in data.items():
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict):
+            out.update(flatten(value, name))
+        else:
+            out[name] = value
+    return out
+
+
+def figure_settings(data: dict, *, ignore=()) -> dict[str, object]:
+    """The dotted settings of `data` (a dumped Config) that change a figure, less `ignore`d ones."""
+    skip = (*RUN_ONLY_SETTINGS, *ignore)
+    return {k: v for k, v in flatten(data).items() if not any(k == s or k.startswith(s + ".") for s in skip)}
+
+
+def describe_defaults(*, leaves: bool = False) -> list[tuple[str, object, str]]:
+    """(dotted key, default, description) for every option: the documentation table.
+
+    A [checks.NAME] table is one row unless `leaves` (then checks.NAME.warn and .fail)."""
     rows: list[tuple[str, object, str]] = []
 
     def walk(model: type[BaseModel], instance: BaseModel, prefix: str) -> None:
         for name, field in model.model_fields.items():
             value = getattr(instance, name)
             if isinstance(value, BaseModel):
-                if field.description:
+                if field.description and not leaves:
                     rows.append((prefix + name, value.model_dump(), field.description))
                 else:
                     walk(type(value), value, prefix + name + ".")

@@ -1,7 +1,9 @@
 """The results model: the single source of truth every renderer reads; versioned JSON.
 
 `AuditResult` round-trips through JSON exactly (`to_json` / `from_json`). Field names listed in
-the README's "audit.json" section are a contract: other tools parse them.
+the README's "audit.json" section are a contract: other tools parse them. Every sample's text is
+stored once per set, in that set's `texts` (id -> text); views of samples (examples, pairs,
+loops, near-duplicate groups, cluster examples) refer to it by id.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from .metrics.repetition import RepetitionResult
 from .metrics.similarity import SimilarityResult
 from .metrics.stats import Interval
 
-SCHEMA_VERSION = 1
+# 2: texts stored once per set (`texts`), map points in each checkpoint, per-checkpoint warnings,
+#    embedder precision, derived seeds and setting origins in provenance.
+SCHEMA_VERSION = 2
 Status = Literal["pass", "warn", "fail"]
 STATUS_ORDER: dict[str, int] = {"pass": 0, "warn": 1, "fail": 2}
 
@@ -35,17 +39,20 @@ class ToolInfo:
 
 @dataclass(frozen=True)
 class EmbedderInfo:
+    """The model the vectors come from ("precomputed" when unknown), their dimension, where they
+    were computed and at which precision ("fp32", "fp16"; "unknown" for precomputed vectors)."""
+
     model: str
     dim: int
     device: str
+    precision: str = "unknown"
 
 
 @dataclass(frozen=True)
 class SampleView:
-    """A sample as shown in a report; `text` is the full text (renderers cut it)."""
+    """A sample as shown in a report; its text is the set's `texts[id]` (renderers cut it)."""
 
     id: str
-    text: str
     prompt: str | None = None
 
 
@@ -102,11 +109,17 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class RepetitionSection(RepetitionResult):
+    """Repetition figures (metrics.repetition) with a bootstrap interval for loop_share."""
+
+    loop_share_interval: Interval | None = None
+
+
+@dataclass(frozen=True)
 class LoopView:
-    """A looped sample with its text, so a report can highlight the loop."""
+    """A looped sample (text in the set's `texts`), so a report can highlight the loop."""
 
     id: str
-    text: str
     unit: str
     n_repeats: int
     start_char: int
@@ -116,16 +129,22 @@ class LoopView:
 
 @dataclass(frozen=True)
 class CheckResult:
+    """A check of one headline figure (`figure`, see sampleaudit/figures.py) against its limits."""
+
     name: str
     status: Status
     value: float
     threshold: float
     message: str
+    figure: str | None = None
 
 
 @dataclass(frozen=True)
 class SetResult:
-    """What every audited set has: where it came from and how many samples it held."""
+    """What every audited set has: where it came from and how many samples it held.
+
+    `n_truncated` samples were longer than input.max_chars and cut for analysis; `texts` holds,
+    by id, the text of every sample this result shows (each text stored once)."""
 
     name: str
     path: str | None
@@ -133,6 +152,8 @@ class SetResult:
     n_samples: int
     n_empty: int
     n_skipped: int
+    n_truncated: int = 0
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -142,16 +163,20 @@ class BaselineResult(SetResult):
     subsample_size: int = 0
     similarity: SimilaritySection | None = None
     coverage: BaselineClustersSummary | None = None
-    repetition: RepetitionResult | None = None
+    repetition: RepetitionSection | None = None
     lexical: LexicalResult | None = None
     scripts: ScriptShare | None = None
 
 
 @dataclass(frozen=True)
 class CheckpointResult(SetResult):
+    """One checkpoint's figures, checks and what the report shows of its samples; the unit that
+    `audit_checkpoint` returns (picklable, JSON round-trip). `map_points` are its sampled 2-D
+    coordinates in the audit's map (see EmbeddingMap); `warnings` concern this checkpoint only."""
+
     similarity: SimilaritySection | None = None
     coverage: CoverageSection | None = None
-    repetition: RepetitionResult | None = None
+    repetition: RepetitionSection | None = None
     lexical: LexicalResult | None = None
     prompts: PromptDiversityResult | None = None
     scripts: ScriptShare | None = None
@@ -160,6 +185,8 @@ class CheckpointResult(SetResult):
     status: Status = "pass"
     examples: list[SampleView] = field(default_factory=list)
     worst_loops: list[LoopView] = field(default_factory=list)
+    map_points: list[list[float]] | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -192,16 +219,21 @@ class FigureComparison:
 
 @dataclass(frozen=True)
 class EmbeddingMap:
-    """2-D PCA coordinates (fitted on the baseline, else on all sets) of a seeded subsample of
-    each set, for the report's map."""
+    """The report's 2-D map: a PCA fitted on `fitted_on` ("baseline", else "checkpoints"), the
+    baseline's sampled points in it; each checkpoint's points are its `map_points`."""
 
     explained_variance: float
     baseline: list[list[float]]
-    checkpoints: dict[str, list[list[float]]]
+    fitted_on: str = "baseline"
 
 
 @dataclass(frozen=True)
 class Provenance:
+    """How the result was made. `seeds`: the seed each random stream got (sampleaudit/seeds.py);
+    `settings`: where each setting that is not a default came from (a config file, a flag);
+    `executor`: what ran the per-checkpoint work; `generation`: how samples were generated,
+    per checkpoint, when sampleaudit generated them."""
+
     created_at: str
     run_seconds: float
     seed: int
@@ -209,6 +241,10 @@ class Provenance:
     python: str
     platform: str
     command: list[str] | None = None
+    seeds: dict[str, int] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
+    executor: str = "local"
+    generation: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -245,6 +281,10 @@ class AuditResult:
                 return c
         raise KeyError(name)
 
+    def all_warnings(self) -> list[str]:
+        """The run's warnings, then each checkpoint's, in order."""
+        return [*self.warnings, *(w for c in self.checkpoints for w in c.warnings)]
+
 
 _ADAPTER = TypeAdapter(AuditResult)
 
@@ -254,32 +294,79 @@ def to_json(result: AuditResult) -> str:
     return _ADAPTER.dump_json(result, indent=2).decode("utf-8") + "\n"
 
 
+def _reject_constant(name: str):
+    raise InputError(f"holds {name}, which no audit.json contains; the file was edited by hand or damaged")
+
+
+def _check_figures(result: AuditResult, source: str) -> None:
+    """Figures a hand-edited file could get wrong that the types cannot catch: bounds, names."""
+    from .figures import FIGURES
+
+    names = [c.name for c in result.checkpoints]
+    if len(set(names)) != len(names):
+        raise InputError("not an audit result: two checkpoints have the same name", path=source)
+    if sorted(result.ranking) != sorted(names):
+        raise InputError("not an audit result: ranking does not list exactly its checkpoints", path=source)
+    for i, c in enumerate(result.checkpoints):
+        for f in FIGURES:
+            value = f.value(c)
+            low, high = f.bounds
+            if value is not None and (value < low or (high is not None and value > high)):
+                span = f"[{low:g}, {high:g}]" if high is not None else f">= {low:g}"
+                raise InputError(f"not an audit result: checkpoints.{i}.{f.section}.{f.name} is {value:g}, "
+                                 f"outside {span}", path=source)
+
+
 def from_json(text: str | bytes, *, source: str = "audit.json") -> AuditResult:
-    """Parse and validate audit JSON; a wrong schema version or shape is an InputError."""
+    """Parse and validate audit JSON; anything but an audit.json of this schema is an InputError.
+
+    Validation is strict (no "0.5" for a number, no 1 for a string), NaN and Infinity are refused,
+    and headline figures must lie in their bounds (sampleaudit/figures.py).
+    """
     import json
 
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not an audit.json: not UTF-8 text (byte 0x{text[exc.start]:02x} at offset "
+                             f"{exc.start})", path=source) from None
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg})", path=source, line=exc.lineno) from None
-    version = data.get("schema_version") if isinstance(data, dict) else None
+    except RecursionError:
+        raise InputError("not an audit.json: nested too deeply", path=source) from None
+    except InputError as exc:
+        raise InputError(exc.reason, path=source) from None
+    if not isinstance(data, dict):
+        kind = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}.get(
+            type(data), "null")
+        raise InputError(f"not an audit.json: expected a JSON object, got {kind}", path=source)
+    version = data.get("schema_version")
     if version != SCHEMA_VERSION:
         raise InputError(
             f"schema_version {version!r} is not {SCHEMA_VERSION}; re-run `sampleaudit audit` with this version",
             path=source,
         )
     try:
-        return _ADAPTER.validate_python(data)
+        result = _ADAPTER.validate_json(text, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         raise InputError(f"not an audit result: {where}: {err['msg']}", path=source) from None
+    _check_figures(result, source)
+    return result
 
 
 def load_audit(path: str | Path) -> AuditResult:
     path = Path(path)
     try:
         text = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError("is a folder, not an audit.json", path=str(path)) from None
+    except FileNotFoundError:
+        raise InputError("file not found", path=str(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", path=str(path)) from None
     return from_json(text, source=str(path))

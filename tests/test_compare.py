@@ -131,7 +131,7 @@ def test_different_thresholds_are_refused(files, hashing_embedder):
     c = run(files, ["ckpt-35k"], embedder=hashing_embedder, **{"similarity.threshold": 0.8})
     message = _refusal([a, c])
     assert "setting similarity.threshold is unset in a/audit.json but 0.8 in b/audit.json" in message
-    assert re.search(r"the similarity threshold is [\d.]+ \(\w+\) for ckpt-20k in a/audit.json but 0\.8 \(config\) "
+    assert re.search(r"the similarity threshold is [\d.]+ \(\w+\) for ckpt-20k in a/audit.json but 0\.8 \(fixed\) "
                      r"for ckpt-35k in b/audit.json", message)
 
 
@@ -152,8 +152,8 @@ def test_in_memory_baseline_cannot_be_verified(week):
 
 def test_schema_version_must_match(week):
     last_week, today = week
-    assert "schema_version is 1 in a/audit.json but 2 in b/audit.json" in _refusal(
-        [last_week, dataclasses.replace(today, schema_version=2)])
+    assert "schema_version is 2 in a/audit.json but 3 in b/audit.json" in _refusal(
+        [last_week, dataclasses.replace(today, schema_version=3)])
 
 
 def test_same_checkpoint_twice_is_kept_once(files, hashing_embedder):
@@ -231,7 +231,8 @@ def test_gate_passes_a_candidate_below_the_current_only_within_noise(merged):
 
 def test_merged_map_holds_every_checkpoint(week):
     merged = merge_audits(list(week), sources=["a", "b"])
-    assert merged.map is not None and set(merged.map.checkpoints) == {"ckpt-20k", "ckpt-28k", "ckpt-35k"}
+    assert merged.map is not None and all(c.map_points for c in merged.checkpoints)
+    assert {c.name for c in merged.checkpoints} == {"ckpt-20k", "ckpt-28k", "ckpt-35k"}
     assert merged.map.baseline == week[0].map.baseline
     moved = dataclasses.replace(week[1], map=dataclasses.replace(
         week[1].map, baseline=[[x + 1.0, y] for x, y in week[1].map.baseline]))
@@ -307,10 +308,11 @@ def test_checkpoints_of_different_sizes_keep_their_own_calibrated_thresholds(tmp
     base_x = unit(200)
     small, large = SampleSet.from_texts([f"s{i}" for i in range(40)], name="small"), \
         SampleSet.from_texts([f"l{i}" for i in range(60)], name="large")
-    first = audit([small, large], baseline=base, embeddings={"small": unit(40), "large": unit(60), "base": base_x})
+    first = audit([small, large], baseline=base, embeddings={"small": unit(40), "large": unit(60), "base": base_x},
+                  embedder_id="random-16")
     assert first.checkpoint("small").similarity.threshold != first.checkpoint("large").similarity.threshold
     other = SampleSet.from_texts([f"o{i}" for i in range(40)], name="other")
-    second = audit([other], baseline=base, embeddings={"other": unit(40), "base": base_x})
+    second = audit([other], baseline=base, embeddings={"other": unit(40), "base": base_x}, embedder_id="random-16")
     merged = merge_audits([first, second], sources=["a.json", "b.json"])
     assert sorted(merged.ranking) == ["large", "other", "small"]
     assert [s.path for s in merged.sources] == ["a.json", "b.json"]

@@ -63,18 +63,20 @@ def test_contract_field_names(result):
     import json
 
     d = json.loads(to_json(result))
-    assert d["schema_version"] == 1 and d["tool"]["name"] == "sampleaudit"
+    assert d["schema_version"] == 2 and d["tool"]["name"] == "sampleaudit"
     assert set(d["embedder"]) >= {"model", "dim", "device"}
     c = d["checkpoints"][0]
     assert set(c) >= {"name", "path", "n_samples", "similarity", "checks", "status"}
     assert set(c["similarity"]) >= {"mean", "quantiles", "threshold", "high_similarity_share", "histogram"}
     assert set(c["similarity"]["quantiles"]) >= {"p50", "p90", "p99"}
-    assert set(c["checks"][0]) == {"name", "status", "value", "threshold", "message"}
+    assert set(c["checks"][0]) == {"name", "status", "value", "threshold", "message", "figure"}
+    assert set(c) >= {"texts", "map_points", "warnings", "n_truncated"}
+    assert set(d["provenance"]) >= {"seeds", "settings", "executor", "generation"}
     assert d["ranking"] == ["ckpt-20k", "ckpt-35k"]
 
 
 def test_wrong_schema_version_is_rejected(result):
-    text = to_json(result).replace('"schema_version": 1', '"schema_version": 99')
+    text = to_json(result).replace('"schema_version": 2', '"schema_version": 99')
     with pytest.raises(InputError, match="schema_version 99"):
         from_json(text, source="old.json")
 
@@ -149,9 +151,9 @@ def test_two_samples_of_the_same_distribution_are_within_noise():
 def test_warns_when_the_baseline_is_smaller_than_a_checkpoint(hashing_embedder, result):
     sets = [SampleSet.from_texts(healthy(120, 3), name="big"), SampleSet.from_texts(healthy(40, 4), name="small")]
     r = audit(sets, baseline=SampleSet.from_texts(healthy(60, 5), name="train"), embedder=hashing_embedder)
-    size = [w for w in r.warnings if "baseline has only" in w]
+    size = [w for w in r.all_warnings() if "baseline has only" in w]
     assert size == [w for w in size if w.startswith("big: 120 samples but the baseline has only 60")] and len(size) == 1
-    assert not any("baseline has only" in w for w in result.warnings)  # 200 baseline texts, 80 samples
+    assert not any("baseline has only" in w for w in result.all_warnings())  # 200 baseline texts, 80 samples
 
 
 def test_warns_when_the_baseline_holds_exact_duplicates(hashing_embedder):
@@ -185,9 +187,9 @@ def test_warns_when_samples_are_in_a_script_the_embedder_does_not_know():
     blank = [""] * 20 + [str(i) for i in range(10)] + ["an English sample", "another English one"]
     sets = [SampleSet.from_texts(t, name=n) for t, n in [(zh, "zh"), (en, "en"), (blank, "blank")]]
     r = audit(sets, embedder=_NamedHashing())
-    warnings = [w for w in r.warnings if "script" in w]
+    warnings = [w for w in r.all_warnings() if "script" in w]
     assert len(warnings) == 1 and warnings[0].startswith("zh: 100% of samples are in cjk script")
-    assert "multilingual" in warnings[0]
+    assert "--embedder with a local model folder" in warnings[0] and "paraphrase" not in warnings[0]
     assert r.checkpoint("zh").similarity.threshold_source == "model_default"
 
 
@@ -202,8 +204,9 @@ def test_prompt_diversity_only_with_repeated_prompts(hashing_embedder):
 
 
 def test_map_and_loops_in_results(result):
-    assert len(result.map.baseline) == 200 and set(result.map.checkpoints) == {"ckpt-20k", "ckpt-35k"}
-    assert all(len(p) == 2 for p in result.map.checkpoints["ckpt-35k"])
+    assert len(result.map.baseline) == 200 and result.map.fitted_on == "baseline"
+    assert len(result.checkpoint("ckpt-35k").map_points) == 80
+    assert all(len(p) == 2 for p in result.checkpoint("ckpt-35k").map_points)
 
 
 def test_identical_empty_samples_give_valid_json(hashing_embedder):
@@ -211,14 +214,22 @@ def test_identical_empty_samples_give_valid_json(hashing_embedder):
 
     r = audit([SampleSet.from_texts(["", "", ""], name="empty")], embedder=hashing_embedder)
     assert r.checkpoints[0].n_empty == 3
-    assert r.warnings == ["empty: 3 empty sample(s) (kept; they embed alike and raise similarity)"]
+    from sampleaudit.pipeline import NO_BASELINE
+
+    assert r.all_warnings() == [NO_BASELINE, "empty: 3 empty sample(s) (kept; they embed alike and raise similarity)"]
     text = to_json(r)
     json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} in audit.json"))
     assert from_json(text) == r
 
 
 def test_repetition_check_messages_name_the_opening():
-    from sampleaudit.checks import repetition_checks
+    from types import SimpleNamespace
+
+    from sampleaudit.checks import run_checks
+
+    def repetition_checks(rep, config):
+        return run_checks(SimpleNamespace(similarity=None, coverage=None, repetition=rep), config)
+
     from sampleaudit.metrics.repetition import repetition_stats
 
     unique = repetition_checks(repetition_stats(["One start. A.", "Two start. B."]), Config())

@@ -228,8 +228,9 @@ def test_long_text_is_cut_with_a_visible_marker(html, result):
     assert "cut: 99,400 more characters; full text in audit.json" in html
     assert "x" * 601 not in html
     assert len(html) < 1_000_000
-    full = [e.text for e in result.checkpoint("ckpt-20k").examples] + [
-        v.text for p in result.checkpoint("ckpt-20k").similarity.most_similar_pairs for v in (p.a, p.b)]
+    c = result.checkpoint("ckpt-20k")
+    full = [c.texts[e.id] for e in c.examples] + [
+        c.texts[v.id] for p in c.similarity.most_similar_pairs for v in (p.a, p.b)]
     assert "x" * 100_000 in full or "x" * 100_000 in HOSTILE  # the JSON keeps what it has in full
 
 
@@ -381,7 +382,7 @@ def test_missing_clusters_show_baseline_texts(full_html):
         pytest.skip("no cluster missing in this draw")
     doc = parse(html)
     assert "Missing clusters" in text_of(section(doc, "coverage"))
-    example = next(e.text for m in missing for e in m.examples if e.text)
+    example = next(result.baseline.texts[e.id] for m in missing for e in m.examples)
     assert ctx.shown(example, ctx.SHORT_CHARS).text in text_of(section(doc, "coverage"))
 
 

@@ -47,7 +47,7 @@ DEFAULT_N_DRAWS = 5
 class ThresholdCalibration:
     """The high-similarity threshold and where it came from.
 
-    `threshold_source`: "config" (given explicitly), "baseline_nn_pNN" (the NN-th percentile of
+    `threshold_source`: "fixed" (given explicitly; `description` says where), "baseline_nn_pNN" (the NN-th percentile of
     the baseline's nearest-neighbour similarity), "model_default" (per-model table) or
     "generic_default" (model not in the table).
     """
@@ -83,6 +83,7 @@ def calibrate_threshold(
     baseline=None,
     model: str | None = None,
     config_threshold: float | None = None,
+    threshold_origin: str | None = None,
     quantile: float = DEFAULT_QUANTILE,
     n_draws: int = DEFAULT_N_DRAWS,
     seed: int = 0,
@@ -90,17 +91,18 @@ def calibrate_threshold(
 ) -> ThresholdCalibration:
     """Threshold for `high_similarity_share` on a checkpoint of `n_samples` samples.
 
-    Precedence: `config_threshold` if given, else the baseline's nearest-neighbour quantile,
-    else the model's entry in MODEL_THRESHOLDS, else GENERIC_THRESHOLD.
+    Precedence: `config_threshold` if given (`threshold_origin` says where it was set, e.g.
+    "--threshold" or a config file), else the baseline's nearest-neighbour quantile, else the
+    model's entry in MODEL_THRESHOLDS, else GENERIC_THRESHOLD.
     """
     if n_samples < 2:
         raise InputError(f"n_samples must be >= 2 to have nearest neighbours; got {n_samples}")
     if config_threshold is not None:
         if not -1.0 <= config_threshold <= 1.0:
             raise InputError(f"similarity threshold must lie in [-1, 1]; got {config_threshold}")
-        return ThresholdCalibration(
-            float(config_threshold), "config", f"cosine >= {config_threshold:g}, set in the config"
-        )
+        where = threshold_origin or "the configuration"
+        where = f"by {where} on the command line" if where.startswith("--") else f"in {where}"
+        return ThresholdCalibration(float(config_threshold), "fixed", f"cosine >= {config_threshold:g}, set {where}")
     if baseline is not None:
         if not 0.0 < quantile < 1.0:
             raise InputError(f"quantile must lie strictly between 0 and 1; got {quantile}")

@@ -52,16 +52,15 @@ def kmeans_n_clusters(n: int) -> int:
 
 @dataclass(frozen=True)
 class ClusterExample:
-    """A baseline row near a cluster's centre."""
+    """A baseline row near a cluster's centre (its text is in the baseline's texts, by id)."""
 
     index: int
     id: str | None
-    text: str | None
 
 
 @dataclass(frozen=True)
 class BaselineClustersSummary:
-    """The baseline partition, for the results model."""
+    """The baseline partition, for the results model. `examples[k]`: rows near cluster k's centre."""
 
     n_baseline: int
     method: str  # "hdbscan" | "kmeans"
@@ -73,6 +72,8 @@ class BaselineClustersSummary:
     pca_explained_variance: float
     seed: int
     cluster_shares: list[float]  # baseline share of each cluster, over all baseline rows
+    examples: list[list[ClusterExample]] = field(default_factory=list)
+    terms: list[list[str]] = field(default_factory=list)  # each cluster's most distinctive terms
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class MissingCluster:
     sample_share: float
     n_samples: int
     examples: list[ClusterExample]
+    terms: list[str] = field(default_factory=list)  # the cluster's label (metrics.labels)
 
 
 @dataclass(frozen=True)
@@ -141,18 +143,28 @@ class SampleClusters:
     baseline_subsample_size: int
 
 
+@dataclass(frozen=True)
+class NaturalClusters:
+    """What HDBSCAN finds on a set of projected rows: clusters, noise share, rows clustered."""
+
+    n_clusters: int
+    noise_share: float
+    n_rows: int
+
+
 @dataclass(eq=False)
 class BaselineClusters:
     """A partition of the baseline, fitted once and reused for every checkpoint.
 
-    Holds fitted sklearn/hdbscan objects and arrays, so it is not part of the results model;
-    `summary()` is.
+    Plain arrays (the PCA's mean and components, the k-means centres, the projected rows and
+    their labels), so it can be saved without pickling fitted objects; the HDBSCAN model used by
+    approximate_predict is refitted from `projected` after loading (deterministic, checked
+    against `labels`). Not part of the results model; `summary()` is.
     """
 
-    pca: PCA
-    hdbscan: Any  # hdbscan.HDBSCAN with prediction data, or None (too few rows to try)
-    kmeans: KMeans | None  # the fallback partition, when used
-    kmeans_map: np.ndarray | None  # raw k-means label -> cluster (-1: an empty k-means cluster)
+    pca_mean: np.ndarray  # (d,)
+    pca_components: np.ndarray  # (pca_dims, d)
+    pca_explained_variance: float
     method: str  # "hdbscan" | "kmeans"
     labels: np.ndarray  # partition label of each baseline row, -1 noise
     n_clusters: int
@@ -161,10 +173,11 @@ class BaselineClusters:
     min_cluster_size: int
     examples: list[list[int]]  # per cluster, baseline rows nearest its centre
     projected: np.ndarray  # PCA coordinates of the baseline rows
-    texts: list[str] | None
     ids: list[str] | None
     seed: int
     dim: int
+    centres: np.ndarray | None = None  # k-means centres of the K clusters (method "kmeans")
+    hdbscan: Any = None  # fitted hdbscan.HDBSCAN with prediction data (method "hdbscan")
     shares: np.ndarray = field(init=False)  # baseline share of each cluster, over all rows
 
     def __post_init__(self):
@@ -183,10 +196,11 @@ class BaselineClusters:
             natural_clusters=self.natural_clusters,
             natural_noise_share=round(self.natural_noise_share, 6),
             min_cluster_size=self.min_cluster_size,
-            pca_dims=int(self.pca.n_components_),
-            pca_explained_variance=round(float(self.pca.explained_variance_ratio_.sum()), 6),
+            pca_dims=int(self.pca_components.shape[0]),
+            pca_explained_variance=round(self.pca_explained_variance, 6),
             seed=self.seed,
             cluster_shares=[round(float(s), 6) for s in self.shares],
+            examples=[[_example(self, i) for i in rows] for rows in self.examples],
         )
 
     def project(self, embeddings, *, name: str = "sample embeddings") -> np.ndarray:
@@ -197,7 +211,7 @@ class BaselineClusters:
                 f"{name} have dim {x.shape[1]} but the baseline has {self.dim}; "
                 "embed both with the same model"
             )
-        return self.pca.transform(x).astype(np.float32)
+        return _project(x, self.pca_mean, self.pca_components)
 
     def assign(self, embeddings) -> np.ndarray:
         """Baseline cluster of each row (-1: unassigned, i.e. HDBSCAN noise)."""
@@ -205,11 +219,63 @@ class BaselineClusters:
 
     def _assign(self, z: np.ndarray) -> np.ndarray:
         if self.method == "kmeans":
-            return self.kmeans_map[self.kmeans.predict(z)]
+            return nearest_centre(z, self.centres)
         import hdbscan
 
+        if self.hdbscan is None:
+            self.hdbscan = _refit_hdbscan(self)
         labels, _ = hdbscan.approximate_predict(self.hdbscan, z)
         return np.asarray(labels, dtype=np.int64)
+
+    # -- saving without pickle ---------------------------------------------------------------
+
+    def to_arrays(self) -> tuple[dict, dict[str, np.ndarray]]:
+        """(JSON-ready header, arrays) that `from_arrays` turns back into an equal partition."""
+        header = {
+            "method": self.method, "n_clusters": self.n_clusters, "natural_clusters": self.natural_clusters,
+            "natural_noise_share": self.natural_noise_share, "min_cluster_size": self.min_cluster_size,
+            "examples": self.examples, "ids": self.ids, "seed": self.seed, "dim": self.dim,
+            "pca_explained_variance": self.pca_explained_variance,
+        }
+        arrays = {"pca_mean": self.pca_mean, "pca_components": self.pca_components, "labels": self.labels,
+                  "projected": self.projected}
+        if self.centres is not None:
+            arrays["centres"] = self.centres
+        return header, arrays
+
+    @classmethod
+    def from_arrays(cls, header: dict, arrays: dict[str, np.ndarray]) -> BaselineClusters:
+        return cls(
+            pca_mean=arrays["pca_mean"], pca_components=arrays["pca_components"],
+            pca_explained_variance=float(header["pca_explained_variance"]), method=header["method"],
+            labels=arrays["labels"].astype(np.int64), n_clusters=int(header["n_clusters"]),
+            natural_clusters=int(header["natural_clusters"]),
+            natural_noise_share=float(header["natural_noise_share"]),
+            min_cluster_size=int(header["min_cluster_size"]),
+            examples=[[int(i) for i in rows] for rows in header["examples"]], projected=arrays["projected"],
+            ids=header["ids"], seed=int(header["seed"]), dim=int(header["dim"]), centres=arrays.get("centres"),
+        )
+
+
+def _project(x: np.ndarray, mean: np.ndarray, components: np.ndarray) -> np.ndarray:
+    """PCA coordinates (no whitening): (x - mean) @ components.T, float32."""
+    return ((x - mean) @ components.T).astype(np.float32)
+
+
+def nearest_centre(z: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Index of each row's nearest centre (squared Euclidean; ties: the lower index)."""
+    d = (z.astype(np.float64) ** 2).sum(axis=1)[:, None] - 2.0 * z.astype(np.float64) @ centres.T.astype(np.float64)
+    d += (centres.astype(np.float64) ** 2).sum(axis=1)[None, :]
+    return d.argmin(axis=1).astype(np.int64)
+
+
+def _refit_hdbscan(clusters: BaselineClusters):
+    """The HDBSCAN model behind a loaded partition, fitted again on the same projected rows."""
+    model, labels = _hdbscan(clusters.projected, clusters.min_cluster_size, prediction_data=True)
+    if model is None or not np.array_equal(labels, clusters.labels):
+        raise InputError("the saved baseline partition is not reproduced by refitting HDBSCAN on its rows "
+                         "(a different hdbscan version?); fit the reference again")
+    return model
 
 
 def _canonical_order(z: np.ndarray) -> np.ndarray:
@@ -251,7 +317,6 @@ def _nearest_to_centre(z: np.ndarray, labels: np.ndarray, k: int, centres=None) 
 def fit_baseline_clusters(
     baseline_embeddings,
     *,
-    texts: Sequence[str] | None = None,
     ids: Sequence[str] | None = None,
     seed: int = 0,
     pca_dims: int = PCA_DIMS,
@@ -271,37 +336,37 @@ def fit_baseline_clusters(
         raise InputError(f"n_clusters must lie in [2, {n}] (the baseline rows); got {n_clusters}")
     if not 0.0 <= max_noise_share <= 1.0:
         raise InputError(f"max_noise_share must lie in [0, 1]; got {max_noise_share}")
-    texts_ = optional_strings(texts, n, "texts", rows="baseline row")
     ids_ = optional_strings(ids, n, "ids", rows="baseline row")
 
     # PCA fitted in canonical row order, so the projection does not depend on the input order.
     perm = _canonical_order(x)
     pca = PCA(n_components=min(pca_dims, d, n), random_state=seed).fit(x[perm])
-    z = pca.transform(x).astype(np.float32)
+    mean, components = pca.mean_.astype(np.float32), pca.components_.astype(np.float32)
+    z = _project(x, mean, components)
     mcs = hdbscan_min_cluster_size(n)
     model, hlabels = _hdbscan(z, mcs, prediction_data=True)
     natural, noise = _n_clusters_and_noise(hlabels)
 
-    kmeans, kmeans_map = None, None
+    centres = None
     if natural >= MIN_NATURAL_CLUSTERS and noise <= max_noise_share:
-        method, labels, k, centres = "hdbscan", hlabels, natural, None
+        method, labels, k = "hdbscan", hlabels, natural
     else:
-        method, k = "kmeans", n_clusters or kmeans_n_clusters(n)
+        method, k, model = "kmeans", n_clusters or kmeans_n_clusters(n), None
         with warnings.catch_warnings():  # fewer distinct rows than k: some clusters stay empty
             warnings.simplefilter("ignore")
             kmeans = KMeans(n_clusters=k, n_init=KMEANS_N_INIT, random_state=seed).fit(z[perm])
         raw = np.empty(n, dtype=np.int64)
         raw[perm] = kmeans.labels_
-        used = np.unique(raw)  # drop empty clusters: map raw k-means labels to 0..K-1 (-1 empty)
-        kmeans_map = np.full(k, -1, dtype=np.int64)
-        kmeans_map[used] = np.arange(used.size)
-        labels, centres, k = kmeans_map[raw], kmeans.cluster_centers_[used], int(used.size)
+        used = np.unique(raw)  # drop empty clusters: renumber the used ones 0..K-1
+        renumber = np.full(k, -1, dtype=np.int64)
+        renumber[used] = np.arange(used.size)
+        labels, centres, k = renumber[raw], kmeans.cluster_centers_[used].astype(np.float32), int(used.size)
     return BaselineClusters(
-        pca=pca, hdbscan=model, kmeans=kmeans, kmeans_map=kmeans_map, method=method,
-        labels=labels, n_clusters=k,
-        natural_clusters=natural, natural_noise_share=noise, min_cluster_size=mcs,
-        examples=_nearest_to_centre(z, labels, k, centres), projected=z, texts=texts_, ids=ids_,
-        seed=seed, dim=d,
+        pca_mean=mean, pca_components=components,
+        pca_explained_variance=float(pca.explained_variance_ratio_.sum()), method=method,
+        labels=labels, n_clusters=k, natural_clusters=natural, natural_noise_share=noise, min_cluster_size=mcs,
+        examples=_nearest_to_centre(z, labels, k, centres), projected=z, ids=ids_, seed=seed, dim=d,
+        centres=centres, hdbscan=model,
     )
 
 
@@ -317,11 +382,7 @@ def _covered(counts: np.ndarray, baseline_shares: np.ndarray, min_mass_ratio: fl
 
 
 def _example(clusters: BaselineClusters, i: int) -> ClusterExample:
-    return ClusterExample(
-        index=i,
-        id=clusters.ids[i] if clusters.ids is not None else None,
-        text=clusters.texts[i] if clusters.texts is not None else None,
-    )
+    return ClusterExample(index=int(i), id=clusters.ids[i] if clusters.ids is not None else None)
 
 
 def _check_ratios(min_mass_ratio: float, over_ratio: float) -> None:
@@ -338,14 +399,16 @@ def coverage(
     min_mass_ratio: float = 0.5,
     over_ratio: float = 2.0,
     max_listed: int = 10,
+    labels: np.ndarray | None = None,
 ) -> CoverageResult:
     """Mass-aware coverage of `clusters` (from `fit_baseline_clusters`) by the samples.
 
     A cluster is covered when the samples put at least `min_mass_ratio` times its baseline share
-    into it; over-represented when they put at least `over_ratio` times.
+    into it; over-represented when they put at least `over_ratio` times. `labels`, the samples'
+    clusters from `clusters.assign(sample_embeddings)`, saves assigning them again.
     """
     _check_ratios(min_mass_ratio, over_ratio)
-    labels = clusters.assign(sample_embeddings)
+    labels = clusters.assign(sample_embeddings) if labels is None else labels
     return _coverage_from_labels(clusters, labels, min_mass_ratio, over_ratio, max_listed)
 
 
@@ -404,28 +467,39 @@ def _coverage_from_labels(
     )
 
 
+def natural_clusters(projected: np.ndarray, *, size: int | None = None, seed: int = 0) -> NaturalClusters:
+    """HDBSCAN's clusters and noise share on projected rows (a seeded subsample of `size` when
+    there are more), with the min_cluster_size rule for that many rows."""
+    z = projected
+    if size is not None and z.shape[0] > size:
+        z = z[np.sort(np.random.default_rng(seed).choice(z.shape[0], size, replace=False))]
+    n, noise = _n_clusters_and_noise(_hdbscan(z, hdbscan_min_cluster_size(z.shape[0]), prediction_data=False)[1])
+    return NaturalClusters(n, round(noise, 6), int(z.shape[0]))
+
+
 def sample_clusters(
-    clusters: BaselineClusters, sample_embeddings, *, seed: int = 0
+    clusters: BaselineClusters, sample_embeddings, *, seed: int = 0, baseline: NaturalClusters | None = None
 ) -> SampleClusters:
-    """HDBSCAN on the samples (baseline PCA, same min_cluster_size rule) vs a same-size baseline."""
+    """HDBSCAN on the samples (baseline PCA, same min_cluster_size rule) vs a same-size baseline.
+
+    `baseline` is the baseline's own figure at the samples' size when already computed
+    (`natural_clusters(clusters.projected, size=m, seed=...)`); else it is computed here.
+    """
     z = clusters.project(sample_embeddings)
     m = z.shape[0]
-    mcs = hdbscan_min_cluster_size(m)
-    n_clusters, noise = _n_clusters_and_noise(_hdbscan(z, mcs, prediction_data=False)[1])
-    base = clusters.projected
-    if base.shape[0] > m:
-        base = base[np.random.default_rng(seed).choice(base.shape[0], m, replace=False)]
-        b_clusters, b_noise = _n_clusters_and_noise(
-            _hdbscan(base, hdbscan_min_cluster_size(m), prediction_data=False)[1]
-        )
-    else:  # the whole baseline, already clustered by the same rule in fit_baseline_clusters
-        b_clusters, b_noise = clusters.natural_clusters, clusters.natural_noise_share
+    own = natural_clusters(z)
+    if baseline is None:
+        if clusters.projected.shape[0] > m:
+            baseline = natural_clusters(clusters.projected, size=m, seed=seed)
+        else:  # the whole baseline, already clustered by the same rule in fit_baseline_clusters
+            baseline = NaturalClusters(clusters.natural_clusters, round(clusters.natural_noise_share, 6),
+                                       clusters.n_baseline)
     return SampleClusters(
         n_samples=m,
-        n_clusters=n_clusters,
-        noise_share=round(noise, 6),
-        min_cluster_size=mcs,
-        baseline_n_clusters=b_clusters,
-        baseline_noise_share=round(b_noise, 6),
-        baseline_subsample_size=int(base.shape[0]),
+        n_clusters=own.n_clusters,
+        noise_share=own.noise_share,
+        min_cluster_size=hdbscan_min_cluster_size(m),
+        baseline_n_clusters=baseline.n_clusters,
+        baseline_noise_share=baseline.noise_share,
+        baseline_subsample_size=baseline.n_rows,
     )

@@ -29,7 +29,7 @@ class NearDuplicateGroup:
     members: list[int]
     ids: list[str] | None
     example_index: int
-    example_text: str | None
+    example_id: str | None
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,6 @@ def near_duplicates(
     *,
     threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD,
     ids: Sequence[str] | None = None,
-    texts: Sequence[str] | None = None,
     max_groups: int = 20,
     max_members: int = 50,
     block_size: int = 1024,
@@ -93,7 +92,6 @@ def near_duplicates(
     if max_groups < 0 or max_members < 1 or block_size < 1:
         raise InputError("max_groups must be >= 0, max_members and block_size >= 1")
     ids_ = optional_strings(ids, n, "ids", rows="embedding row")
-    texts_ = optional_strings(texts, n, "texts", rows="embedding row")
 
     if nearest is None:
         labels = component_labels(x, threshold=threshold, block_size=block_size)
@@ -122,7 +120,7 @@ def near_duplicates(
                 members=listed,
                 ids=[ids_[m] for m in listed] if ids_ is not None else None,
                 example_index=example,
-                example_text=texts_[example] if texts_ is not None else None,
+                example_id=ids_[example] if ids_ is not None else None,
             )
         )
     n_in = int(sizes.sum())

@@ -27,7 +27,7 @@ class PromptSummary:
     n_answers: int
     distinct_k: int
     mean_similarity: float
-    example_text: str | None
+    example_id: str | None
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def prompt_diversity(
     prompts: Sequence[Hashable],
     *,
     threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD,
-    texts: Sequence[str] | None = None,
+    ids: Sequence[str] | None = None,
     max_listed: int = 10,
 ) -> PromptDiversityResult:
     """Diversity of the answers within each prompt and across prompts.
@@ -70,7 +70,7 @@ def prompt_diversity(
     x = check_unit_norm(check_embeddings(embeddings))
     n = x.shape[0]
     keys = check_aligned(prompts, n, "prompts")
-    texts_ = [str(t) for t in check_aligned(texts, n, "texts")] if texts is not None else None
+    ids_ = [str(t) for t in check_aligned(ids, n, "ids")] if ids is not None else None
     if not -1.0 <= threshold <= 1.0:
         raise InputError(f"near-duplicate threshold must lie in [-1, 1]; got {threshold}")
     if max_listed < 0:
@@ -104,7 +104,7 @@ def prompt_diversity(
                 n_answers=int(m),
                 distinct_k=int(np.unique(labels).size),
                 mean_similarity=round(float(pair_sum / (m * (m - 1) / 2)), 6),
-                example_text=texts_[example] if texts_ is not None else None,
+                example_id=ids_[example] if ids_ is not None else None,
             )
         )
 

@@ -153,16 +153,18 @@ def coverage_interval(
     n_resamples: int = DEFAULT_N_RESAMPLES,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int = 0,
+    labels: np.ndarray | None = None,
 ) -> Interval:
     """Interval of coverage_ratio, resampling the samples' cluster assignments.
 
     The baseline partition is held fixed (no re-clustering): this measures how much the
     checkpoint's finite sample moves coverage, which is what comparisons between checkpoints need.
+    `labels` (from `clusters.assign(sample_embeddings)`) saves assigning the samples again.
     """
     _check_options(n_resamples, confidence)
     if not min_mass_ratio > 0:
         raise InputError(f"min_mass_ratio must be > 0; got {min_mass_ratio}")
-    labels = clusters.assign(sample_embeddings)
+    labels = clusters.assign(sample_embeddings) if labels is None else labels
     k = clusters.n_clusters
     values = np.array([
         _covered(_counts(labels[i], k), clusters.shares, min_mass_ratio).sum() / k

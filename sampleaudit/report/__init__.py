@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import InputError
-from ..fileio import write_atomic
 from ..results import AuditResult, to_json
 
 FORMATS = ("json", "html", "pdf")
@@ -22,36 +21,53 @@ def default_formats(*, json: bool = True) -> tuple[str, ...]:
     return formats if json else tuple(f for f in formats if f != "json")
 
 
-def render(result: AuditResult, out_dir: str | Path, *, formats: Iterable[str] | None = None) -> list[Path]:
-    """Write the chosen formats (default: `default_formats()`) into `out_dir`.
-
-    Every file is built in memory first, so a failure writes nothing; each is then written to a
-    temporary name and renamed into place. Asking for pdf without WeasyPrint is an InputError
-    that says how to install it.
-    """
-    formats = list(dict.fromkeys(default_formats() if formats is None else formats))
+def check_formats(formats: Iterable[str] | None, *, json: bool = True) -> list[str]:
+    """The formats to write (default: `default_formats(json=json)`), validated before any work:
+    an unknown format, none at all, or pdf without WeasyPrint is an InputError saying what to do."""
+    formats = list(dict.fromkeys(default_formats(json=json) if formats is None else formats))
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise InputError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
     if not formats:
         raise InputError(f"no report format given; choose from {', '.join(FORMATS)}")
-    outputs: dict[str, str | bytes] = {}
     if "pdf" in formats:
         from .pdf import INSTALL_HINT, pdf_available
 
         if not pdf_available():
             raise InputError(INSTALL_HINT)
-    if "json" in formats:
-        outputs["json"] = to_json(result)
+    return formats
+
+
+def build_outputs(result: AuditResult, formats: Iterable[str] | None = None, *,
+                  warn: Callable[[str], None] | None = None) -> dict[str, str | bytes]:
+    """File name -> content of every chosen format, built in memory (nothing is written)."""
+    formats = check_formats(formats)
+    outputs: dict[str, str | bytes] = {}
     html = None
     if "html" in formats or "pdf" in formats:
         from .html import render_html
 
         html = render_html(result)
-    if "html" in formats:
-        outputs["html"] = html
-    if "pdf" in formats:
-        from .pdf import render_pdf
+    for f in formats:
+        if f == "json":
+            outputs[FILE_NAMES[f]] = to_json(result)
+        elif f == "html":
+            outputs[FILE_NAMES[f]] = html
+        else:
+            from .pdf import render_pdf
 
-        outputs["pdf"] = render_pdf(result, html=html)
-    return [write_atomic(Path(out_dir) / FILE_NAMES[f], outputs[f]) for f in formats]
+            outputs[FILE_NAMES[f]] = render_pdf(result, html=html, warn=warn)
+    return outputs
+
+
+def render(result: AuditResult, out_dir: str | Path, *, formats: Iterable[str] | None = None,
+           warn: Callable[[str], None] | None = None) -> list[Path]:
+    """Write the chosen formats (default: `default_formats()`) into `out_dir`, as one set.
+
+    Every file is built in memory first, so a failure writes nothing; the set is then written to a
+    staging folder and renamed into place (sampleaudit.fileio.write_outputs). Asking for pdf
+    without WeasyPrint is an InputError that says how to install it.
+    """
+    from ..fileio import write_outputs
+
+    return write_outputs(out_dir, build_outputs(result, formats, warn=warn))

@@ -7,10 +7,11 @@ hostile input: it is cut here (the full text stays in audit.json) and escaped by
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..controls import for_page
+from ..figures import BY_CHECK, BY_NAME
 from ..results import AuditResult, CheckpointResult, SampleView
 from . import charts
 
@@ -88,9 +89,9 @@ def _short_id(value: str) -> str:
     return shown(str(value), MAX_ID_CHARS).text + ("…" if len(str(value)) > MAX_ID_CHARS else "")
 
 
-def _sample(view: SampleView, max_chars: int) -> dict:
+def _sample(view: SampleView, texts: dict[str, str], max_chars: int) -> dict:
     return {"id": _short_id(view.id), "prompt": shown(view.prompt, max_chars) if view.prompt else None,
-            "text": shown(view.text, max_chars)}
+            "text": shown(texts.get(view.id), max_chars)}
 
 
 def _fmt_value(value: float, threshold: float | None = None) -> str:
@@ -134,7 +135,7 @@ def comparisons(result: AuditResult) -> list[dict]:
     """The stored comparisons with the top-ranked checkpoint (checks.comparisons_to_top), for display."""
     out = []
     for c in _get(result, "comparisons", default=[]):
-        fmt = (lambda v: _num(v, ".1f")) if c.figure == "vendi_score" else _pct
+        fmt = BY_NAME[c.figure].format if c.figure in BY_NAME else _pct
         within = c.verdict == "within_noise"
         short = "within noise" if within else f"{c.verdict} ({'worse' if c.worse else 'better'})"
         out.append({"metric": c.label, "a": c.top, "b": c.other, "a_value": fmt(c.top_value),
@@ -165,6 +166,10 @@ def recommendation(result: AuditResult) -> str:
             parts.append(f"{name} fails {join_and([check_phrase(ch) for ch in failing[name]])}")
         elif warning[name]:
             parts.append(f"{name} warns on {join_and([check_phrase(ch) for ch in warning[name]])}")
+    for name in result.ranking:  # what a checkpoint that fails or warns on coverage misses
+        gone = _missing_phrase(by_name[name], result)
+        if gone and any(ch.figure == "coverage_ratio" and ch.status != "pass" for ch in by_name[name].checks):
+            parts.append(gone)
     notes = list(_get(result, "ranking_notes", default=[]))
     if notes:  # decided in the pipeline (checks.ranking_notes): neighbours whose order is noise
         for note in notes:
@@ -176,6 +181,23 @@ def recommendation(result: AuditResult) -> str:
             metrics = [c["metric"] for c in noise if c["b"] == name]
             parts.append(f"{best.name} and {name} are within noise of each other on {join_and(metrics)}")
     return "; ".join(parts) + "."
+
+
+def cluster_name(result: AuditResult, cluster: int) -> str:
+    """A baseline cluster as a reader knows it: its number and its label terms."""
+    terms = _get(result, "baseline", "coverage", "terms", default=[])
+    label = " / ".join(terms[cluster]) if cluster < len(terms) and terms[cluster] else ""
+    return f"{cluster} ({label})" if label else str(cluster)
+
+
+def _missing_phrase(c: CheckpointResult, result: AuditResult) -> str:
+    """"ckpt-35k misses 12 of 22 clusters, the largest: plasmid / sequencing / genome"."""
+    cov = _get(c, "coverage")
+    gone = list(_get(cov, "missing_clusters", default=[]))
+    if not gone:
+        return ""
+    largest = " / ".join(gone[0].terms) if gone[0].terms else f"cluster {gone[0].cluster}"
+    return f"{c.name} misses {cov.n_missing} of {cov.baseline_clusters} clusters, the largest: {largest}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -229,7 +251,7 @@ def _verdict(result: AuditResult, colours: dict[str, str]) -> dict:
         "comparison_rows": matrix,
         "data_model": data_model,
         "ranking_rule": result.ranking_rule,
-        "warnings": list(result.warnings),
+        "warnings": result.all_warnings(),
     }
 
 
@@ -276,28 +298,13 @@ def _similarity(result: AuditResult, colours: dict[str, str]) -> dict | None:
     }
 
 
-def _points(obj) -> list[list[float]] | None:
-    """2-D coordinates stored as a list of [x, y] (or in `.points` / `.coords` of a map object)."""
-    if obj is None:
-        return None
-    if isinstance(obj, (list, tuple)):
-        return [list(p[:2]) for p in obj]
-    for name in ("points", "coords", "coordinates", "xy"):
-        pts = _get(obj, name)
-        if pts is not None:
-            return [list(p[:2]) for p in pts]
-    return None
-
-
 def _map_chart(result: AuditResult, colours: dict[str, str]) -> str | None:
     """Small multiples of the stored 2-D map (result.map), one panel per checkpoint."""
     emap = _get(result, "map")
-    by_name = _get(emap, "checkpoints", default={})
-    panels = [(c.name, _points(by_name.get(c.name)), colours[c.name]) for c in result.checkpoints]
-    panels = [p for p in panels if p[1]]
-    if not panels:
+    panels = [(c.name, c.map_points, colours[c.name]) for c in result.checkpoints if c.map_points]
+    if emap is None or not panels:
         return None
-    base = _points(_get(emap, "baseline"))
+    base = _get(emap, "baseline")
     explained = _get(emap, "explained_variance")
     fitted = "the baseline" if base else "all sets"
     title = (f"Embeddings in 2-D (PCA fitted on {fitted}"
@@ -328,15 +335,17 @@ def _coverage(result: AuditResult, colours: dict[str, str], max_chars: int) -> d
         })
         gone = []
         for m in list(_get(cov, "missing_clusters", default=[]))[:N_MISSING_SHOWN]:
-            examples = [shown(_get(e, "text") if not isinstance(e, str) else e, min(max_chars, SHORT_CHARS))
+            base_texts = _get(result, "baseline", "texts", default={})
+            examples = [shown(base_texts.get(e.id), min(max_chars, SHORT_CHARS))
                         for e in list(_get(m, "examples", default=[]))[:N_EXAMPLES_PER_CLUSTER]]
-            gone.append({"cluster": _get(m, "cluster"), "baseline_share": _pct(_get(m, "baseline_share")),
+            gone.append({"cluster": _get(m, "cluster"), "terms": " / ".join(_get(m, "terms", default=[])),
+                         "baseline_share": _pct(_get(m, "baseline_share")),
                          "sample_share": _pct(_get(m, "sample_share")),
                          "examples": [e for e in examples if e.text]})
         if gone:
             missing.append({"name": c.name, "colour": colours[c.name], "n_missing": rows[-1]["n_missing"],
                             "clusters": gone})
-        many = [{"cluster": _get(h, "cluster"), "baseline_share": _pct(_get(h, "baseline_share")),
+        many = [{"cluster": cluster_name(result, _get(h, "cluster")), "baseline_share": _pct(_get(h, "baseline_share")),
                  "sample_share": _pct(_get(h, "sample_share"))}
                 for h in list(_get(cov, "over_represented", default=[]))[:N_MISSING_SHOWN]]
         if many:
@@ -353,7 +362,7 @@ def _coverage(result: AuditResult, colours: dict[str, str], max_chars: int) -> d
                 share = {_get(h, "cluster"): _get(h, "sample_share", default=0.0)
                          for h in _get(cov, "histogram", default=[])}
                 series.append((c.name, [share.get(k, 0.0) for k in order], colours[c.name]))
-            chart = charts.cluster_bars([f"{k}" for k in order], series,
+            chart = charts.cluster_bars([cluster_name(result, k) for k in order], series,
                                         title="Share of each baseline cluster: baseline vs each checkpoint")
     baseline = _get(result, "baseline", "coverage") or _get(result, "baseline", "clusters")
     first_cov = covered[0][1] if covered else None
@@ -416,19 +425,20 @@ def _repetition(result: AuditResult, colours: dict[str, str], max_chars: int) ->
         items = [{
             "id": _short_id(rec.id), "unit": shown(rec.unit, 120), "n_repeats": rec.n_repeats,
             "coverage": _pct(rec.coverage_share, 0),
-            "text": highlight(rec.text, rec.start_char, rec.end_char, max_chars=min(max_chars, LOOP_CHARS)),
+            "text": highlight(c.texts.get(rec.id, ""), rec.start_char, rec.end_char,
+                              max_chars=min(max_chars, LOOP_CHARS)),
         } for rec in c.worst_loops[:N_LOOPS_SHOWN]]
         loops.append({"name": name, "colour": colour, "n_looped": _get(rep, "n_looped", default=0),
                       "n": _get(rep, "n_samples"), "entries": items})
         top = [{"text": shown(_get(o, "text"), SHORT_CHARS), "count": _get(o, "count"), "share": _pct(_get(o, "share"))}
                for o in _get(rep, "openings", default=[])]
         openings.append({"name": name, "colour": colour, "entries": top})
-    limits = _check_limits(result, ("repetition_loops",))
+    limits = _check_limits(result, BY_NAME["loop_share"].check)
     chart = charts.share_bars(bars, title="Share of samples caught in a loop", xlabel="share of samples",
                               limits=limits) if bars else None
     opening_chart = charts.share_bars(
         opening_bars, title="Share of samples that start with the most common repeated opening",
-        xlabel="share of samples", limits=_check_limits(result, ("repeated_openings",)),
+        xlabel="share of samples", limits=_check_limits(result, BY_NAME["opening_top_share"].check),
     ) if opening_bars else None
     shown_lexical = [(k, label) for k, label in LEXICAL_COLUMNS
                      if any(_get(r["lexical"], k) is not None for r in rows)]
@@ -440,15 +450,14 @@ def _repetition(result: AuditResult, colours: dict[str, str], max_chars: int) ->
             "chart": chart, "opening_chart": opening_chart, "loops": loops, "openings": openings}
 
 
-def _check_limits(result: AuditResult, names: Iterable[str]) -> list[tuple[float, str]]:
-    """(value, label) of the warn and fail levels of the first configured check among `names`."""
+def _check_limits(result: AuditResult, name: str) -> list[tuple[float, str]]:
+    """(value, label) of the warn and fail levels the audit used for check `name`."""
     checks = _get(result, "provenance", "config", "checks", default={})
-    for name in names:
-        levels = checks.get(name) if isinstance(checks, dict) else None
-        if isinstance(levels, dict):
-            return [(float(levels[k]), f"{k} {levels[k]:.0%}") for k in ("warn", "fail")
-                    if isinstance(levels.get(k), (int, float))]
-    return []
+    levels = checks.get(name) if isinstance(checks, dict) else None
+    if not isinstance(levels, dict):
+        return []
+    return [(float(levels[k]), f"{k} {levels[k]:.0%}") for k in ("warn", "fail")
+            if isinstance(levels.get(k), (int, float))]
 
 
 def _prompts(c: CheckpointResult, max_chars: int) -> dict | None:
@@ -461,7 +470,7 @@ def _prompts(c: CheckpointResult, max_chars: int) -> dict | None:
         "distinct_score": _pct(_get(p, "distinct_score")), "collapsed": _pct(_get(p, "collapsed_prompt_share")),
         "least": [{"prompt": shown(_get(s, "prompt"), SHORT_CHARS), "n_answers": _get(s, "n_answers"),
                    "distinct_k": _get(s, "distinct_k"), "similarity": _num(_get(s, "mean_similarity")),
-                   "example": shown(_get(s, "example_text"), min(max_chars, SHORT_CHARS))}
+                   "example": shown(c.texts.get(_get(s, "example_id")), min(max_chars, SHORT_CHARS))}
                   for s in list(_get(p, "least_diverse", default=[]))[:N_GROUPS_SHOWN]],
     }
 
@@ -477,7 +486,7 @@ def _groups(c: CheckpointResult, max_chars: int) -> dict | None:
         size = _get(g, "size", default=len(ids))
         groups.append({"size": size, "share": _pct(size / n), "ids": [_short_id(i) for i in ids[:N_IDS_SHOWN]],
                        "more_ids": max(0, size - min(len(ids), N_IDS_SHOWN)),
-                       "example": shown(_get(g, "example_text"), max_chars)})
+                       "example": shown(c.texts.get(_get(g, "example_id")), max_chars)})
     return {"threshold": _num(_get(s, "near_duplicate_threshold")), "n_groups": _get(s, "n_near_duplicate_groups"),
             "share": _pct(_get(s, "near_duplicate_share")), "groups": groups}
 
@@ -489,8 +498,9 @@ def _samples(result: AuditResult, colours: dict[str, str], max_chars: int) -> li
         out.append({
             "name": c.name, "anchor": f"samples-{i + 1}", "colour": colours[c.name], "status": _badge(c.status),
             "path": c.path, "n_samples": c.n_samples, "n_empty": c.n_empty,
-            "examples": [_sample(e, max_chars) for e in c.examples],
-            "pairs": [{"similarity": f"{p.similarity:.3f}", "a": _sample(p.a, max_chars), "b": _sample(p.b, max_chars)}
+            "examples": [_sample(e, c.texts, max_chars) for e in c.examples],
+            "pairs": [{"similarity": f"{p.similarity:.3f}", "a": _sample(p.a, c.texts, max_chars),
+                       "b": _sample(p.b, c.texts, max_chars)}
                       for p in pairs],
             "groups": _groups(c, max_chars),
             "prompts": _prompts(c, max_chars),
@@ -519,11 +529,14 @@ def _provenance(result: AuditResult) -> dict:
     seen = {(t["value"], t["source"]) for t in thresholds}
     if len(seen) == 1 and len(thresholds) > 1:
         thresholds = [dict(thresholds[0], name="similarity threshold (every checkpoint)")]
+    origins = _get(p, "settings", default={})
     for name, levels in (config.get("checks") or {}).items():
         if isinstance(levels, dict):
             value = ", ".join(f"{k} {v}" for k, v in levels.items())
-            thresholds.append({"name": f"check {name}", "value": value, "source": "config",
-                               "description": "checks." + name})
+            where = sorted({origins[f"checks.{name}.{k}"] for k in levels if f"checks.{name}.{k}" in origins})
+            figure = BY_CHECK.get(name)
+            thresholds.append({"name": f"check {name}", "value": value, "source": ", ".join(where) or "default",
+                               "description": f"checks.{name}" + (f": {figure.meaning}" if figure else "")})
     inputs = []
     if result.baseline is not None:
         inputs.append({"role": "baseline", "set": result.baseline})
@@ -534,7 +547,8 @@ def _provenance(result: AuditResult) -> dict:
                 "checkpoints": ", ".join(_get(s, "checkpoints", default=[]))}
                for s in _get(result, "sources", default=[])]
     return {"thresholds": thresholds, "inputs": inputs, "config": _flatten(config), "sources": sources,
-            "run_seconds": f"{p.run_seconds:.1f}"}
+            "run_seconds": f"{p.run_seconds:.1f}", "settings": sorted(origins.items()),
+            "seeds": sorted(_get(p, "seeds", default={}).items()), "executor": _get(p, "executor", default="local")}
 
 
 # --------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ def _unit(x):
 
 def test_config_wins():
     cal = calibrate_threshold(n_samples=100, baseline=np.eye(5), config_threshold=0.8)
-    assert cal.threshold == 0.8 and cal.threshold_source == "config"
+    assert cal.threshold == 0.8 and cal.threshold_source == "fixed"
 
 
 def test_model_default_is_a_table_lookup():

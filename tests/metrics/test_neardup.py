@@ -16,12 +16,12 @@ def _data():
 
 def test_groups_sorted_largest_first():
     x = _data()
-    res = near_duplicates(x, ids=[f"s{i}" for i in range(14)], texts=[f"t{i}" for i in range(14)])
+    res = near_duplicates(x, ids=[f"s{i}" for i in range(14)])
     assert [g.size for g in res.groups] == [4, 3, 2]
     assert res.groups[0].members == [0, 1, 2, 3]
     assert res.groups[0].ids == ["s0", "s1", "s2", "s3"]
     assert res.groups[1].example_index in {4, 5, 6}
-    assert res.groups[1].example_text == f"t{res.groups[1].example_index}"
+    assert res.groups[1].example_id == f"s{res.groups[1].example_index}"
     assert res.n_groups == 3 and res.n_in_groups == 9 and res.largest_group_size == 4
     assert res.near_duplicate_share == pytest.approx(9 / 14, abs=1e-6)
 

@@ -37,11 +37,11 @@ def test_diverse_answers():
 def test_hand_computed_case_and_listing():
     # Prompt "a": two identical answers and one orthogonal; prompt "b": three orthogonal answers.
     x = np.array([[1, 0, 0, 0], [1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0]], float)
-    res = prompt_diversity(x, ["a", "a", "a", "b", "b", "b"], texts=list("uvwxyz"), max_listed=1)
+    res = prompt_diversity(x, ["a", "a", "a", "b", "b", "b"], ids=list("uvwxyz"), max_listed=1)
     assert res.n_prompts == 2 and res.n_answers == 6
     assert res.least_diverse[0].prompt == "a" and res.least_diverse[0].distinct_k == 2
     assert res.least_diverse[0].mean_similarity == pytest.approx(1 / 3)
-    assert res.least_diverse[0].example_text in {"u", "v"}
+    assert res.least_diverse[0].example_id in {"u", "v"}
     assert len(res.least_diverse) == 1
     # across: a's answers vs b's: only (w, z) match (1 pair out of 9)
     assert res.across_prompt_similarity == pytest.approx(1 / 9)

@@ -153,7 +153,7 @@ def test_results_hold_only_json_types(baselines):
     """Result dataclasses hold plain Python types (no numpy scalars) for the JSON results model."""
     x = np.random.default_rng(0).normal(size=(40, D))
     results = [
-        near_duplicates(np.concatenate([x, x[:5]]), texts=[str(i) for i in range(45)]),
+        near_duplicates(np.concatenate([x, x[:5]]), ids=[str(i) for i in range(45)]),
         vendi(x, baseline=x), calibrate_threshold(n_samples=10, baseline=x),
         coverage(baselines[0], x), coverage(baselines[1], x), baselines[0].summary(),
         sample_clusters(baselines[0], x), prompt_diversity(x, ["a", "b"] * 20), vendi_interval(x),
