@@ -170,6 +170,12 @@ def _dequantize(path: Path, folder: Path, trust_remote_code: bool) -> None:
                                                       trust_remote_code=trust_remote_code)
         except (OSError, ValueError, RuntimeError) as exc:
             raise ModelError(f"{path}: cannot load the GGUF file ({' '.join(str(exc).split())[:200]})") from None
+        # transformers marks a GGUF-loaded model as quantized and refuses to save it, though its
+        # weights are already dequantized dense tensors: drop the marker, save it as safetensors
+        if getattr(model, "hf_quantizer", None) is not None:
+            model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         try:
