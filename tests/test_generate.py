@@ -30,15 +30,24 @@ _spec.loader.exec_module(tiny_lm)
 PROMPTS = ["the cat sat on", "what is the capital of france?", "tell me a story", "why is the sky blue?"]
 
 
+def _offline_build(folder, **kwargs):
+    # session fixtures run before conftest's per-test offline switch, and huggingface_hub reads
+    # HF_HUB_OFFLINE once, at import: set it here too, or a hub lookup would wait for the network
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HF_HUB_OFFLINE", "1")
+        mp.setenv("TRANSFORMERS_OFFLINE", "1")
+        return tiny_lm.build_tiny_lm(folder, **kwargs)
+
+
 @pytest.fixture(scope="session")
 def tiny(tmp_path_factory):
-    return tiny_lm.build_tiny_lm(tmp_path_factory.mktemp("models") / "tiny-gpt2")
+    return _offline_build(tmp_path_factory.mktemp("models") / "tiny-gpt2")
 
 
 @pytest.fixture(scope="session")
 def eos_model(tmp_path_factory):
     """Constant logits: EOS at 1.7, every other token at 0 (p(EOS) about 2% per step, the argmax)."""
-    return tiny_lm.build_tiny_lm(tmp_path_factory.mktemp("models") / "eos-gpt2", eos_logit=1.7)
+    return _offline_build(tmp_path_factory.mktemp("models") / "eos-gpt2", eos_logit=1.7)
 
 
 @pytest.fixture
@@ -279,8 +288,12 @@ def _error(tmp_path, **kwargs):
     return str(err.value)
 
 
-def test_missing_model_folder(tmp_path):
+def test_missing_model_folder(tmp_path, monkeypatch):
     assert "model folder not found" in _error(tmp_path, model=str(tmp_path / "ckpts" / "step-1"), n=2)
+    (tmp_path / "ckpts").mkdir()
+    monkeypatch.chdir(tmp_path)
+    message = _error(tmp_path, model="ckpts/step-1", n=2)  # its folder exists: a local path, not a hub name
+    assert "ckpts/step-1: model folder not found" in message and "hub" not in message
     assert "no hub model of that name is reachable" in _error(tmp_path, model="ckpts-that-do-not/exist", n=2)
 
 

@@ -61,7 +61,8 @@ def resolve_model(model: str | os.PathLike, *, name: str | None = None, trust_re
             return _from_gguf(ggufs[0], given, name, trust_remote_code, cache_dir)
         raise InputError("not a Hugging Face checkpoint folder (no config.json"
                          + (f"; {len(ggufs)} .gguf files, name one" if ggufs else "") + ")", path=given)
-    if path.is_absolute() or given.startswith(".") or not _HUB_NAME.match(given):
+    if (path.is_absolute() or given.startswith(".") or not _HUB_NAME.match(given)
+            or (path.parent != Path(".") and path.parent.is_dir())):  # ckpts/step-1 where ckpts/ exists
         raise InputError("model folder not found; give a local Hugging Face checkpoint folder", path=given)
     return _from_hub(given, name, trust_remote_code)
 
