@@ -18,6 +18,7 @@ from pathlib import Path
 from . import __version__
 from .controls import for_terminal
 from .errors import InputError, SampleAuditError
+from .generate.cli import add_generate_parser, add_generation_options, run_generate
 
 EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 # command-line flag of each setting it overrides (errors and provenance name the flag)
@@ -73,9 +74,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Audit one or more checkpoints' samples (JSONL, CSV, TSV or Parquet; .gz read "
         "transparently), optionally against a sample of the training data.",
         epilog="example:\n  sampleaudit audit runs/ckpt-20k.jsonl runs/ckpt-35k.jsonl "
-        "--baseline data/train_sample.jsonl --out reports/run42",
+        "--baseline data/train_sample.jsonl --out reports/run42\n"
+        "  sampleaudit audit --model ckpts/step-20000 --model ckpts/step-35000 --prompts probes.jsonl -n 1000 "
+        "--baseline data/train_sample.jsonl --out reports/cmp",
     )
-    audit.add_argument("checkpoints", nargs="+", metavar="SAMPLES", help="one file of samples per checkpoint")
+    audit.add_argument("checkpoints", nargs="*", metavar="SAMPLES", help="one file of samples per checkpoint")
+    audit.add_argument("--model", action="append", metavar="PATH",
+                       help="a checkpoint to generate samples from (folder, .gguf or hub name), once per model; "
+                       "samples go to OUT/samples/NAME.jsonl (resumable) and are audited with the files")
+    audit.add_argument("--gen-batch-size", type=int, metavar="N",
+                       help="samples decoded together with --model (default: 64 on CUDA, 8 on the CPU)")
     audit.add_argument("--baseline", metavar="FILE", help="a sample of the training data, the reference")
     audit.add_argument("--name", action="append", metavar="NAME",
                        help="checkpoint name, once per file in order (default: the file stem)")
@@ -84,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--skip-invalid", action="store_true",
                        help="skip invalid lines instead of stopping; their number is reported")
     _add_audit_options(audit)
+    add_generation_options(audit)
+    add_generate_parser(sub)
 
     report = sub.add_parser(
         "report", help="re-render reports from an audit.json without recomputing", formatter_class=fmt,
@@ -146,6 +156,28 @@ def _write(out: str, outputs: dict) -> None:
         print(f"wrote {path}")
 
 
+def _generate_all(args, log) -> tuple[list, dict[str, dict]]:
+    """Generate the samples of every --model into OUT/samples/ (resumable); (sets, provenance by name)."""
+    from .generate import generate, generation_provenance
+    from .generate.cli import options_from_args
+    from .samples import load_samples
+
+    if args.n is None and args.per_prompt is None:
+        raise InputError("--model needs -n (samples in total) or --per-prompt (samples per prompt)")
+    sets, provenance = [], {}
+    for model in args.model:
+        name = Path(str(model).rstrip("/")).name.removesuffix(".gguf") or str(model)
+        log(f"generating samples from {model}")
+        result = generate(model, prompts=args.prompts, n=args.n, per_prompt=args.per_prompt,
+                          out=Path(args.out) / "samples" / f"{name}.jsonl", options=options_from_args(args),
+                          backend=args.backend, name=name, device=args.device, dtype=args.dtype,
+                          batch_size=args.gen_batch_size, trust_remote_code=args.trust_remote_code,
+                          progress=not args.quiet and sys.stderr.isatty(), log=log)
+        sets.append(load_samples(result.path, name=result.name))
+        provenance[result.name] = generation_provenance(result.meta_path)
+    return sets, provenance
+
+
 def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, names: Sequence[str] | None,
                text_column: str, skip_invalid: bool, argv: Sequence[str]) -> int:
     from .checks import exit_code
@@ -168,11 +200,13 @@ def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, name
         read = dict(text_column=text_column, skip_invalid=skip_invalid, max_chars=config.input.max_chars)
         sets = [load_samples(p, name=(names[i] if names else None), **read) for i, p in enumerate(checkpoint_paths)]
         base = load_samples(baseline, **read) if baseline else None
+        generated, generation = _generate_all(args, log) if getattr(args, "model", None) else ([], {})
+        sets += [s.capped(config.input.max_chars) for s in generated]
         progress = not args.quiet and sys.stderr.isatty()
         embedder = load_embedder(config.embed.model, device=config.embed.device,
                                  batch_size=config.embed.batch_size, progress=progress)
         result = audit(sets, baseline=base, config=config, embedder=embedder, log=log,
-                       command=["sampleaudit", *argv])
+                       command=["sampleaudit", *argv], generation=generation)
         outputs = build_outputs(result, formats, warn=log)
         _write(args.out, outputs)
     print(terminal_summary(result))
@@ -180,6 +214,8 @@ def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, name
 
 
 def _cmd_audit(args, argv) -> int:
+    if not args.checkpoints and not args.model:
+        raise InputError("give at least one file of samples or --model to generate them from")
     return _run_audit(args, args.checkpoints, args.baseline, args.name, args.text_column, args.skip_invalid, argv)
 
 
@@ -234,7 +270,8 @@ def _cmd_compare(args, argv) -> int:
     return code
 
 
-_COMMANDS = {"audit": _cmd_audit, "compare": _cmd_compare, "demo": _cmd_demo, "report": _cmd_report}
+_COMMANDS = {"audit": _cmd_audit, "compare": _cmd_compare, "demo": _cmd_demo, "report": _cmd_report,
+             "generate": lambda args, argv: run_generate(args)}
 
 
 def _crash_report(exc: BaseException) -> str:

@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+# huggingface_hub reads these once, at import, and session fixtures run before the per-test
+# monkeypatch below: set them for the whole run, so no hub lookup ever waits for the network.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
 # No per-example deadline (machines here are noisy); CI runs the same examples every time.
 settings.register_profile("sampleaudit", deadline=None, derandomize=bool(os.environ.get("CI")))
 settings.load_profile("sampleaudit")

@@ -546,3 +546,30 @@ def test_smollm2_gguf_greedy_is_batch_independent(tmp_path):
     assert result.name == "SmolLM2-135M-Instruct.Q4_1" and (tmp_path / "c").is_dir()
     assert "Paris" in rows[0]["text"]  # a real model, through its chat template
     assert all(r["text"].strip() and "<|im_end|>" not in r["text"] for r in rows)
+
+
+def test_audit_model_twice_gives_two_checkpoints_with_generation_provenance(tmp_path, tiny, prompts_file, capsys,
+                                                                           monkeypatch):
+    """`sampleaudit audit --model A --model B`: samples generated, audited, provenance in audit.json."""
+    import shutil
+
+    from sampleaudit.cli import main
+    from sampleaudit.embed.hashing import HashingEmbedder
+
+    monkeypatch.setattr("sampleaudit.embed.load_embedder", lambda *a, **k: HashingEmbedder(64))
+    other = tmp_path / "step-2"
+    shutil.copytree(tiny, other)
+    out = tmp_path / "report"
+    code = main(["audit", "--model", str(tiny), "--model", str(other), "--prompts", str(prompts_file), "-n", "12",
+                 "--max-new-tokens", "12", "--temperature", "0", "--out", str(out), "--format", "json,html", "-q"])
+    assert code in (0, 1), capsys.readouterr().err
+    data = json.loads((out / "audit.json").read_text(encoding="utf-8"))
+    names = {c["name"] for c in data["checkpoints"]}
+    assert names == {Path(tiny).name, "step-2"}
+    assert all(c["n_samples"] == 12 for c in data["checkpoints"])
+    generation = data["provenance"]["generation"]
+    assert set(generation) == names
+    assert generation["step-2"]["options"]["temperature"] == 0 and generation["step-2"]["n_samples"] == 12
+    assert 0.0 <= generation["step-2"]["length_share"] <= 1.0
+    assert (out / "samples" / "step-2.jsonl").exists()
+    assert "ended at the token limit" in (out / "report.html").read_text(encoding="utf-8")

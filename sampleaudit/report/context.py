@@ -491,6 +491,18 @@ def _groups(c: CheckpointResult, max_chars: int) -> dict | None:
             "share": _pct(_get(s, "near_duplicate_share")), "groups": groups}
 
 
+def _generation(result: AuditResult, name: str) -> dict | None:
+    """How sampleaudit generated a checkpoint's samples, when it did (provenance.generation)."""
+    g = _get(result, "provenance", "generation", default={}).get(name)
+    if not g:
+        return None
+    options = g.get("options") or {}
+    shown_options = ", ".join(f"{k} {v}" for k, v in options.items() if k in ("temperature", "top_p", "top_k",
+                                                                               "max_new_tokens", "seed"))
+    return {"model": str(g.get("model", "")), "n_samples": g.get("n_samples"), "options": shown_options,
+            "length_share": _pct(g.get("length_share"))}
+
+
 def _samples(result: AuditResult, colours: dict[str, str], max_chars: int) -> list[dict]:
     out = []
     for i, c in enumerate(result.checkpoints):
@@ -504,6 +516,7 @@ def _samples(result: AuditResult, colours: dict[str, str], max_chars: int) -> li
                       for p in pairs],
             "groups": _groups(c, max_chars),
             "prompts": _prompts(c, max_chars),
+            "generation": _generation(result, c.name),
         })
     return out
 
