@@ -9,7 +9,7 @@ class CountingEmbedder:
 
     def __init__(self, inner):
         self.inner, self.seen = inner, []
-        self.model_id, self.dim, self.device = inner.model_id, inner.dim, inner.device
+        self.model_id, self.dim, self.device, self.precision = inner.model_id, inner.dim, inner.device, inner.precision
 
     def encode(self, texts):
         self.seen.extend(texts)
