@@ -32,6 +32,7 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)",
 )
 _SIDECARS = ("-journal", "-wal", "-shm")  # SQLite's companion files; they move with the database
+_MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
 _CHUNK = 500  # keys per SELECT; SQLite's bound-parameter limit is far above this
 _DAMAGE_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
 _LOCK_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
@@ -96,6 +97,21 @@ def _probe_writable(directory: Path) -> None:
     fd, name = tempfile.mkstemp(prefix=".sampleaudit-write-test-", dir=directory)
     os.close(fd)
     os.unlink(name)
+
+
+def _check_header(path: Path) -> None:
+    """Raise _Damaged when `path` is not empty and not an SQLite file.
+
+    Done before SQLite opens it: SQLite deletes a -wal or -journal it cannot use, and those
+    must move aside with the file they belong to.
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_MAGIC))
+    except FileNotFoundError:
+        return
+    if head and head != _MAGIC:
+        raise _Damaged("file is not a database")
 
 
 def _verify(con: sqlite3.Connection, path: Path) -> str:
@@ -280,9 +296,13 @@ class EmbeddingCache:
                 if isinstance(exc, sqlite3.ProgrammingError):
                     raise
                 return self._off(self._problem(exc) + "; running without the embedding cache")
+            except OSError as exc:
+                return self._off(f"embedding cache {self.path} cannot be opened ({_os_reason(exc)}); "
+                                 "running without the embedding cache")
 
     def _prepare(self) -> None:
         """Check the file, create the tables it lacks, and prove the write lock can be taken."""
+        _check_header(self.path)
         with closing(self._connect(create=True)) as con:
             state = _verify(con, self.path)
             con.execute("BEGIN IMMEDIATE")  # fails now, not mid-run, when the file is read-only or locked

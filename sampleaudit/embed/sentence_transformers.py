@@ -76,7 +76,7 @@ def _looks_like_path(name: str) -> bool:
 def _model_folder(name: str) -> str:
     """The absolute path of local model folder `name`, or a one-line error."""
     folder = Path(name).expanduser()
-    shown = name if str(folder) == name else f"{name} ({folder})"
+    shown = f"{name} ({folder})" if name.startswith("~") else name
     if not folder.exists():
         raise InputError(f"embedder folder {shown} does not exist; pass --embedder with an existing model folder "
                          f"or a model name such as {DEFAULT_MODEL}")
