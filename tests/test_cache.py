@@ -497,3 +497,25 @@ def test_lock_timeout_must_be_seconds(tmp_path, bad):
 def test_cache_key_has_precision():
     emb = HashingEmbedder(16)
     assert cache_key(emb) == "hashing-char-3-5-16|fp32"
+
+
+def test_folder_name_with_uri_characters(tmp_path):
+    folder = tmp_path / "odd name %41 ?x=1 #frag"
+    cache = new_cache(folder)
+    embed_texts(TEXTS, Counting(), cache=cache)
+    assert cache.emitted == [] and (folder / "embeddings.sqlite").stat().st_size > 0
+    assert_uses_rebuilt_cache(folder)
+
+
+def test_damaged_file_that_cannot_be_moved_means_no_cache(tmp_path, monkeypatch):
+    path = filled(tmp_path)
+    path.write_bytes(_random(path.read_bytes()))
+
+    def refuse(src, dst):
+        raise PermissionError(13, "Permission denied", str(src))
+
+    monkeypatch.setattr(cache_module.os, "rename", refuse)
+    cache = new_cache(tmp_path)
+    assert np.array_equal(embed_texts(TEXTS, Counting(), cache=cache), expected())
+    assert cache.emitted == [f"embedding cache {path} is damaged (file is not a database) and could not be moved "
+                             "aside (Permission denied); running without the embedding cache"]

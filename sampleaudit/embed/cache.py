@@ -34,8 +34,9 @@ _SCHEMA = (
 _SIDECARS = ("-journal", "-wal", "-shm")  # SQLite's companion files; they move with the database
 _MAGIC = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database
 _CHUNK = 500  # keys per SELECT; SQLite's bound-parameter limit is far above this
-_DAMAGE_CODES = {sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB}
-_LOCK_CODES = {sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED}
+# SQLite's primary result codes (sqlite3 names them only from Python 3.11, as it does sqlite_errorcode)
+_DAMAGE_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_LOCK_CODES = {5, 6}  # SQLITE_BUSY, SQLITE_LOCKED
 _DAMAGE_WORDS = ("malformed", "not a database", "no such table", "no such column")
 
 _log = logging.getLogger(__name__)
@@ -327,14 +328,18 @@ class EmbeddingCache:
             aside = self.path.with_name(f"{self.path.name}.damaged-{stamp}-{n}")
         try:
             os.rename(self.path, aside)
-            for suffix in _SIDECARS:
-                if Path(f"{self.path}{suffix}").exists():
-                    os.rename(f"{self.path}{suffix}", f"{aside}{suffix}")
         except FileNotFoundError:
-            pass  # another process moved it first; the next check builds on what it left
+            return True  # another process moved it first; the next check builds on what that one left
         except OSError as exc:
             return self._off(f"embedding cache {self.path} is damaged ({reason}) and could not be moved aside "
                              f"({_os_reason(exc)}); running without the embedding cache")
+        try:
+            for suffix in _SIDECARS:
+                if Path(f"{self.path}{suffix}").exists():
+                    os.rename(f"{self.path}{suffix}", f"{aside}{suffix}")
+        except OSError as exc:  # a stale journal must not meet the new file: no cache this run
+            return self._off(f"embedding cache {self.path} is damaged ({reason}); moved it to {aside} but not its "
+                             f"{'/'.join(_SIDECARS)} files ({_os_reason(exc)}); running without the embedding cache")
         self._emit(f"embedding cache {self.path} is damaged ({reason}); moved it to {aside} and started a new cache")
         return True
 

@@ -113,7 +113,7 @@ def _hub_answer(repo: str, timeout: float) -> str:
     The request runs in a daemon thread, so a hanging DNS lookup or connection cannot hold the run.
     """
     from huggingface_hub import HfApi, constants
-    from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+    from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
 
     answer: list[str] = []
 
