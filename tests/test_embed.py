@@ -3,7 +3,6 @@ import pytest
 
 from sampleaudit.embed import EmbeddingCache, cache_key, default_cache_dir, embed_texts
 from sampleaudit.embed.hashing import HashingEmbedder
-from sampleaudit.errors import InputError
 
 
 class CountingEmbedder:
@@ -96,10 +95,12 @@ class NoPrecision:
         self.model_id, self.dim, self.device, self.encode = inner.model_id, inner.dim, inner.device, inner.encode
 
 
-def test_embedder_without_precision_cannot_use_the_cache(tmp_path):
-    assert embed_texts(["a"], NoPrecision()).shape == (1, 16)
-    with pytest.raises(InputError, match="has no `precision` attribute"):
-        embed_texts(["a"], NoPrecision(), cache=EmbeddingCache(tmp_path))
+def test_embedder_without_precision_is_taken_as_fp32(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    assert cache_key(NoPrecision()) == "hashing-char-3-5-16|fp32"
+    first = embed_texts(["a"], NoPrecision(), cache=cache)
+    emb = CountingEmbedder(HashingEmbedder(16))  # the same model, precision "fp32" declared
+    assert np.array_equal(embed_texts(["a"], emb, cache=cache), first) and emb.seen == []
 
 
 @pytest.mark.parametrize("stored", [np.full(32, 1.0, np.float32), np.zeros(16, np.float32) + 0.25,

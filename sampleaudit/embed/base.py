@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import InputError
-
 if TYPE_CHECKING:
     from .cache import EmbeddingCache
 
@@ -22,7 +20,7 @@ class Embedder(Protocol):
     `model_id` names the model for provenance and the cache key (a different model must have a
     different id); `device` is where it runs ("cpu", "cuda", "mps"); `precision` is the number
     format the model computes in ("fp32", "fp16", "bf16", ...), part of the cache key so vectors
-    of different precision never mix.
+    of different precision never mix (an embedder without one is cached as "fp32").
     """
 
     model_id: str
@@ -43,12 +41,11 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
 
 
 def cache_key(embedder: Embedder) -> str:
-    """The key an embedder's vectors are cached under: "<model id>|<precision>"."""
-    precision = getattr(embedder, "precision", None)
-    if not isinstance(precision, str) or not precision:
-        raise InputError(f"embedder {getattr(embedder, 'model_id', type(embedder).__name__)!r} has no `precision` "
-                         "attribute; give it one (e.g. precision = \"fp32\") so its cached vectors are kept apart "
-                         "from other precisions")
+    """The key an embedder's vectors are cached under: "<model id>|<precision>".
+
+    An embedder without a `precision` attribute is taken as "fp32" (as the pipeline's provenance does).
+    """
+    precision = getattr(embedder, "precision", None) or "fp32"
     return f"{embedder.model_id}|{precision}"
 
 
