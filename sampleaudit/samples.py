@@ -1,16 +1,31 @@
 """Samples and their readers: JSONL (primary), CSV/TSV and Parquet, gzip read transparently.
 
 Every problem in a file is an InputError naming the file, the line (or row) and the cause.
+
+Files are read as a stream, one line (or CSV record) at a time, so memory grows with the longest
+line, never with the file. Each sample text is cut to `max_chars` characters for analysis
+(`DEFAULT_MAX_CHARS` = 100,000) and the cut is recorded (`Sample.original_chars`,
+`SampleSet.n_truncated`, `SampleSet.truncated_lines`). Why 100,000: it is longer than any ordinary
+generation (a 16k-token completion is about 64,000 characters of English, 32k tokens of Chinese
+about 50,000), so only runaway or corrupt output is cut; every figure stays meaningful on the cut
+text (the embedder reads only the first 256 word pieces, loops are found within the first few
+thousand characters of a looping text, the report shows 600); loop detection is linear and takes
+a fraction of a second at 100,000 characters (benchmarks/bench_repetition.py); and at most 400 KB
+per text is kept (4 bytes per character at worst), so 20,000 absurd samples still fit in 8 GB
+instead of one 50 MB line taking that much on its own.
 """
 
 from __future__ import annotations
 
+import csv
+import dataclasses
 import gzip
 import hashlib
 import io
 import json
+import re
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,15 +35,26 @@ _JSONL = {".jsonl", ".ndjson", ".json"}
 _TABLES = {".csv": ",", ".tsv": "\t"}
 SUPPORTED = sorted(_JSONL | set(_TABLES) | {".parquet"})
 
+DEFAULT_MAX_CHARS = 100_000  # characters of one sample text kept for analysis (see the module docstring)
+MAX_ID_CHARS = 1_000  # an id is a label shown in the report and on the terminal, not a text
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_BOM = b"\xef\xbb\xbf"
+_CHUNK = 1 << 20
+
 
 @dataclass(frozen=True)
 class Sample:
-    """One generated (or training) text; `line` is where it was read from (1-based)."""
+    """One generated (or training) text; `line` is where it was read from (1-based).
+
+    `original_chars` is the text's length in characters before it was cut to `max_chars`, or None
+    when it was not cut.
+    """
 
     id: str
     text: str
     prompt: str | None = None
     line: int | None = None
+    original_chars: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +84,30 @@ class SampleSet:
     def n_empty(self) -> int:
         return sum(1 for s in self.samples if not s.text.strip())
 
+    @property
+    def n_truncated(self) -> int:
+        """Samples whose text was cut to the maximum length."""
+        return sum(1 for s in self.samples if s.original_chars is not None)
+
+    @property
+    def truncated_lines(self) -> tuple[int, ...]:
+        """The line of each cut sample (its 1-based position in the set when it has no line)."""
+        return tuple(s.line if s.line is not None else i + 1
+                     for i, s in enumerate(self.samples) if s.original_chars is not None)
+
+    def capped(self, max_chars: int) -> SampleSet:
+        """This set with every text cut to `max_chars` characters (self when none is longer)."""
+        _check_max_chars(max_chars)
+        if all(len(s.text) <= max_chars for s in self.samples):
+            return self
+        cut = tuple(
+            s if len(s.text) <= max_chars else dataclasses.replace(
+                s, text=s.text[:max_chars],
+                original_chars=s.original_chars if s.original_chars is not None else len(s.text))
+            for s in self.samples
+        )
+        return dataclasses.replace(self, samples=cut)
+
     def __len__(self) -> int:
         return len(self.samples)
 
@@ -69,29 +119,64 @@ class SampleSet:
         name: str,
         ids: Sequence[str] | None = None,
         prompts: Sequence[str | None] | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
     ) -> SampleSet:
-        """Build a set from Python lists (validated like a file)."""
+        """Build a set from Python lists, validated like a file; errors name the sample (1-based)."""
+        _check_max_chars(max_chars)
         ids = list(ids) if ids is not None else [str(i + 1) for i in range(len(texts))]
         prompts = list(prompts) if prompts is not None else [None] * len(texts)
         if not (len(ids) == len(texts) == len(prompts)):
             raise InputError(
                 f"texts, ids and prompts must have the same length; got {len(texts)}, {len(ids)}, {len(prompts)}"
             )
-        builder = _Builder(name)
+        builder = _Builder(name, max_chars, unit="sample")
         for i, (t, sid, p) in enumerate(zip(texts, ids, prompts), start=1):
-            builder.add({"text": t, "id": sid, "prompt": p}, i, generated_id=None)
+            try:
+                builder.add({"text": t, "id": sid, "prompt": p}, i)
+            except InputError as exc:
+                raise InputError(f"sample {i} of {name}: {exc.reason}") from None
         return builder.finish(path=None, sha256=None, skipped=())
 
 
-class _Builder:
-    """Validates records one by one: text present and a string, ids unique."""
+def _check_max_chars(max_chars: object) -> None:
+    if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+        raise InputError(f"max_chars must be a positive whole number of characters; got {max_chars!r}")
 
-    def __init__(self, source: str):
+
+def _check_unicode(name: str, value: str) -> None:
+    """Reject code points that cannot be written as UTF-8 (surrogates), naming the position."""
+    if value.isascii():  # O(1) in CPython
+        return
+    found = _SURROGATE.search(value)
+    if found is None:
+        return
+    at = found.start()
+    code = ord(value[at])
+    following = ord(value[at + 1]) if at + 1 < len(value) else 0
+    if 0xD800 <= code <= 0xDBFF and 0xDC00 <= following <= 0xDFFF:
+        joined = 0x10000 + ((code - 0xD800) << 10) + (following - 0xDC00)
+        raise InputError(
+            f'"{name}" holds a surrogate pair \\u{code:04x}\\u{following:04x} at character {at + 1} instead of '
+            f"the character it stands for (U+{joined:04X}), which is not valid Unicode; join the pair, e.g. "
+            f'text.encode("utf-16", "surrogatepass").decode("utf-16")'
+        )
+    raise InputError(
+        f'"{name}" holds a lone surrogate \\u{code:04x} at character {at + 1}, which is not valid Unicode; '
+        "fix the generator's output encoding"
+    )
+
+
+class _Builder:
+    """Validates records one by one: text present and a string, ids unique; cuts long texts."""
+
+    def __init__(self, source: str, max_chars: int, *, unit: str = "line"):
         self.source = source
+        self.max_chars = max_chars
+        self.unit = unit
         self.samples: list[Sample] = []
         self.first_line: dict[str, int] = {}
 
-    def add(self, record: object, line: int, *, generated_id: str | None) -> None:
+    def add(self, record: object, line: int) -> None:
         if not isinstance(record, dict):
             kind = type(record).__name__
             raise InputError(f'expected a JSON object with a "text" field; got {kind}', line=line)
@@ -102,18 +187,31 @@ class _Builder:
             raise InputError(f'"text" must be a string; got {_kind(text)}', line=line)
         raw_id = record.get("id")
         if raw_id is None or raw_id == "":
-            sid = generated_id or str(line)
+            sid = str(line)
         elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool):
             sid = str(raw_id)
         else:
             raise InputError(f'"id" must be a string or an integer; got {_kind(raw_id)}', line=line)
-        if sid in self.first_line:
-            raise InputError(f'duplicate id "{sid}" (first seen on line {self.first_line[sid]})', line=line)
         prompt = record.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise InputError(f'"prompt" must be a string; got {_kind(prompt)}', line=line)
+        _check_unicode("text", text)
+        _check_unicode("id", sid)
+        if len(sid) > MAX_ID_CHARS:
+            raise InputError(f'"id" is {len(sid):,} characters long; an id must be at most {MAX_ID_CHARS:,}',
+                             line=line)
+        if prompt is not None:
+            _check_unicode("prompt", prompt)
+        if sid in self.first_line:
+            where = "on line" if self.unit == "line" else "as sample"
+            raise InputError(f'duplicate id "{sid}" (first seen {where} {self.first_line[sid]})', line=line)
+        original = None
+        if len(text) > self.max_chars:
+            original, text = len(text), text[: self.max_chars]
+        if prompt is not None and len(prompt) > self.max_chars:
+            prompt = prompt[: self.max_chars]
         self.first_line[sid] = line
-        self.samples.append(Sample(sid, text, prompt, line))
+        self.samples.append(Sample(sid, text, prompt, line, original))
 
     def finish(self, *, path: str | None, sha256: str | None, skipped: Sequence[int]) -> SampleSet:
         if not self.samples:
@@ -128,23 +226,95 @@ def _kind(value: object) -> str:
     )
 
 
-def _read_bytes(path: Path) -> tuple[bytes, str]:
-    """The file's content (gunzipped when it is gzip) and the SHA-256 of the file as stored."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", path=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a folder, not a file of samples", path=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file ({exc.strerror})", path=str(path)) from None
-    sha = hashlib.sha256(raw).hexdigest()
-    if raw[:2] == b"\x1f\x8b":
+class _HashingRaw(io.RawIOBase):
+    """A raw reader over a file that feeds every byte read into a SHA-256."""
+
+    def __init__(self, file, digest):
+        self._file = file
+        self._digest = digest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._file.readinto(buffer)
+        if n:
+            self._digest.update(memoryview(buffer)[:n])
+        return n
+
+
+class _Source:
+    """One file of samples as a stream of lines: gunzipped when it is gzip, hashed as stored.
+
+    The SHA-256 is of the file's bytes on disk; `sha256()` reads whatever the parser left.
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
         try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputError(f"not a valid gzip file ({exc})", path=str(path)) from None
-    return raw, sha
+            self._file = open(path, "rb")  # noqa: SIM115 - closed by close()
+        except FileNotFoundError:
+            raise InputError("file not found", path=str(path)) from None
+        except IsADirectoryError:
+            raise InputError("is a folder, not a file of samples", path=str(path)) from None
+        except OSError as exc:
+            raise InputError(f"cannot read file ({exc.strerror})", path=str(path)) from None
+        self._digest = hashlib.sha256()
+        self._raw = _HashingRaw(self._file, self._digest)
+        buffered = io.BufferedReader(self._raw, _CHUNK)
+        self.gzip = self._guard(lambda: buffered.peek(2)[:2] == b"\x1f\x8b")
+        self.stream = gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered
+        self.content = False  # whether any line so far holds more than whitespace
+
+    def _guard(self, read):
+        """Run a read, turning decompression and disk errors into InputError."""
+        try:
+            return read()
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise InputError(f"not a valid gzip file ({exc})", path=str(self.path)) from None
+        except OSError as exc:
+            raise InputError(f"cannot read file ({exc.strerror or exc})", path=str(self.path)) from None
+
+    def lines(self) -> _Lines:
+        return _Lines(self)
+
+    def read_all(self) -> bytes:
+        data = self._guard(self.stream.read)
+        self.content = bool(data) and not data.isspace()
+        return data
+
+    def sha256(self) -> str:
+        while self._guard(lambda: self._raw.read(_CHUNK)):
+            pass
+        return self._digest.hexdigest()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class _Lines:
+    """(line number, bytes with its line break) for every physical line, the BOM removed.
+
+    A class rather than a generator so that no suspended frame keeps a (possibly huge) line alive.
+    """
+
+    def __init__(self, source: _Source):
+        self._source = source
+        self._number = 0
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> tuple[int, bytes]:
+        line = self._source._guard(self._source.stream.readline)
+        if not line:
+            raise StopIteration
+        self._number += 1
+        if self._number == 1 and line.startswith(_BOM):
+            line = line[len(_BOM):]
+        if not self._source.content and line and not line.isspace():
+            self._source.content = True
+        return self._number, line
 
 
 def _format_and_stem(path: Path) -> tuple[str, str]:
@@ -161,13 +331,6 @@ def _format_and_stem(path: Path) -> tuple[str, str]:
     )
 
 
-def _lines(raw: bytes) -> Iterator[tuple[int, bytes]]:
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    for number, line in enumerate(raw.split(b"\n"), start=1):
-        yield number, line.rstrip(b"\r")
-
-
 def _decode(line: bytes) -> str:
     try:
         return line.decode("utf-8")
@@ -177,64 +340,169 @@ def _decode(line: bytes) -> str:
         ) from None
 
 
-def _read_jsonl(raw: bytes, source: str, skip_invalid: bool) -> tuple[_Builder, list[int]]:
-    builder = _Builder(source)
+def _parse_json(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise InputError(
+            "nested too deeply (arrays or objects inside each other deeper than the JSON reader goes); "
+            'each line must be one flat JSON object such as {"text": "..."}'
+        ) from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        if "integer string conversion" in str(exc):
+            raise InputError("invalid JSON (a number has more than 4300 digits; write it as a string)") from None
+        raise InputError(f"invalid JSON ({exc})") from None
+
+
+def _read_jsonl(lines: _Lines, builder: _Builder, skip_invalid: bool) -> list[int]:
     skipped: list[int] = []
-    for number, line in _lines(raw):
-        if not line.strip():
+    for number, line in lines:
+        if not line or line.isspace():
             continue
         try:
-            try:
-                record = json.loads(_decode(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON ({exc.msg} at column {exc.colno})") from None
-            builder.add(record, number, generated_id=None)
+            # Hold one copy of a long line at a time: bytes -> str -> parsed value.
+            text = _decode(line)
+            del line
+            record = _parse_json(text)
+            del text
+            builder.add(record, number)
+            del record
         except InputError as exc:
             if not skip_invalid:
                 raise InputError(exc.reason, line=number) from None
             skipped.append(number)
-    return builder, skipped
+    return skipped
 
 
-def _read_table(raw: bytes, fmt: str, source: str, text_column: str, skip_invalid: bool):
+class _TextLines:
+    """Decoded physical lines for the csv module (which counts them in reader.line_num)."""
+
+    def __init__(self, lines: _Lines):
+        self._lines = lines
+
+    def __iter__(self) -> _TextLines:
+        return self
+
+    def __next__(self) -> str:
+        number, line = next(self._lines)
+        try:
+            return _decode(line)
+        except InputError as exc:  # fatal even with skip_invalid: the record structure is unknown
+            raise _FatalLine(exc.reason, line=number) from None
+
+
+class _FatalLine(InputError):
+    """An error that --skip-invalid cannot step over."""
+
+
+def _csv_error(exc: csv.Error, start: int, end: int, max_chars: int) -> InputError:
+    message = str(exc)  # the field size limit is read here, never set: it is process-global state
+    if "field larger than field limit" in message:
+        return _FatalLine(
+            f"a field is longer than {csv.field_size_limit():,} characters, the most the CSV reader takes; save samples "
+            f"this long as JSONL (texts are cut to {max_chars:,} characters for analysis anyway)", line=start)
+    hint = 'write a quote inside a quoted field as two quotes ("") or remove the stray quote'
+    # A row that runs over several lines does so because a quote opened on its first line holds
+    # the line break, so the row's first line is where to look.
+    if message == "unexpected end of data":
+        return InputError(f"malformed CSV (a quote opened on line {start} is never closed: the file ends inside it, "
+                          f"on line {end}); {hint}", line=start)
+    if "expected after" in message:
+        at = f" on line {end}" if end != start else ""
+        return InputError(f"malformed CSV (a quote opened on line {start} is not closed properly: {message}{at}); "
+                          f"{hint}", line=start)
+    return InputError(f"malformed CSV ({message}" + (f", on line {end}" if end != start else "") + ")", line=start)
+
+
+def _read_csv(lines: _Lines, builder: _Builder, delimiter: str, text_column: str,
+              skip_invalid: bool) -> list[int]:
+    reader = csv.reader(_TextLines(lines), delimiter=delimiter, strict=True)
+    header: list[str] | None = None
+    columns: dict[str, int] = {}
+    skipped: list[int] = []
+    delimiter_name = "a comma" if delimiter == "," else "a tab"
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            error = _csv_error(exc, start, reader.line_num, builder.max_chars)
+            if not skip_invalid or isinstance(error, _FatalLine):
+                raise error from None
+            skipped.extend(range(start, reader.line_num + 1))
+            continue
+        end = reader.line_num
+        if not row:  # a blank line
+            continue
+        if header is None:
+            if not any(name.strip() for name in row):
+                continue  # a whitespace-only line before the header
+            header = row
+            for name in (text_column, "id", "prompt"):
+                places = [i + 1 for i, column in enumerate(header) if column == name]
+                if len(places) > 1:
+                    raise InputError(f"column {name!r} appears {len(places)} times in the header (columns "
+                                     f"{', '.join(map(str, places))}); rename all but one", line=start)
+                if places:
+                    columns[name] = places[0] - 1
+            if text_column not in columns:
+                cols = ", ".join(header) or "(none)"
+                raise InputError(f"no column {text_column!r}; columns are: {cols}; choose one with --text-column")
+            continue
+        try:
+            if len(row) != len(header):
+                raise _field_count_error(len(row), len(header), start, end, delimiter_name)
+            record = {key: (row[columns[col]] if col in columns else None)
+                      for key, col in (("text", text_column), ("id", "id"), ("prompt", "prompt"))}
+            builder.add(record, start)
+        except InputError as exc:
+            if not skip_invalid:
+                raise InputError(exc.reason, line=start) from None
+            skipped.extend(range(start, end + 1))
+    return skipped
+
+
+def _field_count_error(n: int, expected: int, start: int, end: int, delimiter_name: str) -> InputError:
+    fields = f"{n} field{'s' if n != 1 else ''}"
+    cause = f"row has {fields} but the header has {expected}"
+    if end != start:
+        return InputError(f"{cause} (a quote opened on line {start} runs on to line {end}; check for a stray quote)")
+    if n > expected:
+        return InputError(f"{cause}; put a field that holds {delimiter_name} in double quotes")
+    return InputError(f"{cause}; give every column a value (an empty one is fine)")
+
+
+def _read_parquet(source: _Source, builder: _Builder, text_column: str, skip_invalid: bool) -> list[int]:
     import pandas as pd
 
-    if fmt == "parquet":
-        try:
-            frame = pd.read_parquet(io.BytesIO(raw))
-        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-            raise InputError(f"not a readable Parquet file ({exc})") from None
-        first_row = 1
-    else:
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x}); re-save the file as UTF-8", line=line) from None
-        try:
-            frame = pd.read_csv(io.StringIO(text), sep=_TABLES["." + fmt], dtype=str, keep_default_na=False)
-        except pd.errors.EmptyDataError:
-            raise InputError("file is empty (no header and no samples)") from None
-        except pd.errors.ParserError as exc:
-            raise InputError(f"malformed {fmt.upper()} ({exc})") from None
-        first_row = 2  # line 1 is the header
+    data = source.read_all()
+    if not source.content:
+        return []
+    try:
+        frame = pd.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+        raise InputError(f"not a readable Parquet file ({exc})") from None
+    del data
     if text_column not in frame.columns:
         cols = ", ".join(map(str, frame.columns)) or "(none)"
         raise InputError(f"no column {text_column!r}; columns are: {cols}; choose one with --text-column")
-    builder = _Builder(source)
     skipped: list[int] = []
     for offset, row in enumerate(frame.itertuples(index=False)):
         values = dict(zip(frame.columns, row))
         record = {key: values.get(col) for key, col in (("text", text_column), ("id", "id"), ("prompt", "prompt"))}
         record = {k: (None if _is_missing(v) else v) for k, v in record.items()}
-        number = offset + first_row
+        number = offset + 1
         try:
-            builder.add(record, number, generated_id=None)
+            builder.add(record, number)
         except InputError as exc:
             if not skip_invalid:
                 raise InputError(exc.reason, line=number) from None
             skipped.append(number)
-    return builder, skipped
+    return skipped
 
 
 def _is_missing(value: object) -> bool:
@@ -247,24 +515,34 @@ def load_samples(
     name: str | None = None,
     text_column: str = "text",
     skip_invalid: bool = False,
+    max_chars: int = DEFAULT_MAX_CHARS,
 ) -> SampleSet:
     """Read one file of samples; the set's name defaults to the file stem (without .jsonl.gz).
 
     Raises InputError("<path>:<line>: <cause>") on bad input, unless `skip_invalid` is set, in
-    which case invalid lines are skipped and counted (an empty or unreadable file still fails).
-    Empty-string samples are kept and counted (`SampleSet.n_empty`).
+    which case invalid lines are skipped and counted (an empty or unreadable file, a line that is
+    not UTF-8 and a CSV field longer than the csv module's limit still fail). Empty-string samples
+    are kept and counted (`SampleSet.n_empty`). Texts longer than `max_chars` characters are cut
+    to it and counted (`SampleSet.n_truncated`); prompts are cut the same way.
     """
+    _check_max_chars(max_chars)
     path = Path(path)
     fmt, stem = _format_and_stem(path)
-    raw, sha = _read_bytes(path)
-    if not raw.strip():
-        raise InputError("file is empty (no samples)", path=str(path))
-    source = name or stem
+    source = _Source(path)
+    builder = _Builder(name or stem, max_chars)
     try:
-        if fmt == "jsonl":
-            builder, skipped = _read_jsonl(raw, source, skip_invalid)
+        if fmt == "parquet":
+            skipped = _read_parquet(source, builder, text_column, skip_invalid)
+        elif fmt == "jsonl":
+            skipped = _read_jsonl(source.lines(), builder, skip_invalid)
         else:
-            builder, skipped = _read_table(raw, fmt, source, text_column, skip_invalid)
+            skipped = _read_csv(source.lines(), builder, _TABLES["." + fmt], text_column, skip_invalid)
+        if not source.content:
+            raise InputError("file is empty (no samples)")
+        sha = source.sha256()
     except InputError as exc:
         raise InputError(exc.reason, path=str(path), line=exc.line) from None
+    finally:
+        source.close()
     return builder.finish(path=str(path), sha256=sha, skipped=skipped)
+
