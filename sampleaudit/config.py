@@ -24,6 +24,7 @@ from pydantic import model_validator
 
 from . import figures
 from .errors import InputError
+from .samples import DEFAULT_MAX_CHARS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -39,7 +40,7 @@ class EmbedConfig(_Section):
     model: str = Field("sentence-transformers/all-MiniLM-L6-v2", description="sentence-transformers model name or local folder")
     device: str = Field("auto", description="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps")
     batch_size: int = Field(64, ge=1, description="texts per forward pass")
-    cache: bool = Field(True, description="reuse embeddings across runs (keyed by model id and text hash)")
+    cache: bool = Field(True, description="reuse embeddings across runs (keyed by model id, precision and text hash)")
     cache_dir: str | None = Field(None, description="default: $SAMPLEAUDIT_CACHE_DIR or $XDG_CACHE_HOME/sampleaudit")
 
 
@@ -133,7 +134,7 @@ ChecksConfig = create_model("ChecksConfig", __base__=_Section, **{f.check: _limi
 
 class InputConfig(_Section):
     max_chars: int = Field(
-        100_000, ge=1_000,
+        DEFAULT_MAX_CHARS, ge=1_000,
         description="longer sample texts are cut to this many characters for analysis and flagged "
         "(bounds what one absurd sample can cost)",
     )

@@ -28,8 +28,10 @@ def test_every_command_has_help_with_an_example(name):
 
 def test_usage_error_is_exit_2(capsys):
     with pytest.raises(SystemExit) as err:
-        main(["audit"])
+        main(["audit", "--bogus"])
     assert err.value.code == 2
+    assert main(["audit"]) == 2
+    assert "give at least one file of samples or --model" in capsys.readouterr().err
 
 
 def _one_error_line(capsys):

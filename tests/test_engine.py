@@ -69,17 +69,14 @@ def test_audit_is_the_loop_over_the_stages(sets, staged):
     assert staged_result.ranking[-1] == "b" and staged_result.checkpoint("b").status == "fail"
 
 
-def _audit_in_child(args):
-    samples, vectors, reference, config = args
-    return audit_checkpoint(samples, vectors, reference, config)
-
-
 def test_audit_checkpoint_in_another_process_gives_the_same_result(sets, staged):
+    from concurrent.futures import ProcessPoolExecutor
+
     base, cks = sets
     reference, results = staged
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(1) as pool:
-        remote = pool.map(_audit_in_child, [(s, vectors(s), reference, Config()) for s in cks[:2]])
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        remote = list(pool.map(audit_checkpoint, cks[:2], [vectors(s) for s in cks[:2]], [reference] * 2,
+                               [Config()] * 2, timeout=300))
     assert remote == results[:2]
 
 
