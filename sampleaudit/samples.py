@@ -195,11 +195,11 @@ class _Builder:
         prompt = record.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise InputError(f'"prompt" must be a string; got {_kind(prompt)}', line=line)
-        _check_unicode("text", text)
-        _check_unicode("id", sid)
         if len(sid) > MAX_ID_CHARS:
             raise InputError(f'"id" is {len(sid):,} characters long; an id must be at most {MAX_ID_CHARS:,}',
                              line=line)
+        _check_unicode("text", text)
+        _check_unicode("id", sid)
         if prompt is not None:
             _check_unicode("prompt", prompt)
         if sid in self.first_line:
@@ -262,7 +262,11 @@ class _Source:
         self._digest = hashlib.sha256()
         self._raw = _HashingRaw(self._file, self._digest)
         buffered = io.BufferedReader(self._raw, _CHUNK)
-        self.gzip = self._guard(lambda: buffered.peek(2)[:2] == b"\x1f\x8b")
+        try:
+            self.gzip = self._guard(lambda: buffered.peek(2)[:2] == b"\x1f\x8b")
+        except InputError:
+            self._file.close()
+            raise
         self.stream = gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered
         self.content = False  # whether any line so far holds more than whitespace
 
