@@ -38,7 +38,7 @@ try:
     outcome = f"{len(s)} samples, longest kept {max(len(t) for t in s.texts):,} chars, " \
               f"{getattr(s, 'n_truncated', 'n/a')} cut"
 except Exception as exc:
-    outcome = f"{type(exc).__name__}: {str(exc)[-110:]}"
+    outcome = f"{type(exc).__name__}: {getattr(exc, 'reason', str(exc))[:100]}"
 seconds = time.perf_counter() - t0
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"before_kib": before, "after_kib": after, "seconds": seconds, "outcome": outcome}))
