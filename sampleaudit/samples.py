@@ -405,8 +405,9 @@ def _csv_error(exc: csv.Error, start: int, end: int, max_chars: int) -> InputErr
     message = str(exc)  # the field size limit is read here, never set: it is process-global state
     if "field larger than field limit" in message:
         return _FatalLine(
-            f"a field is longer than {csv.field_size_limit():,} characters, the most the CSV reader takes; save samples "
-            f"this long as JSONL (texts are cut to {max_chars:,} characters for analysis anyway)", line=start)
+            f"a field is longer than {csv.field_size_limit():,} characters, the most the CSV reader takes; "
+            f"save samples this long as JSONL (texts are cut to {max_chars:,} characters for analysis anyway)",
+            line=start)
     hint = 'write a quote inside a quoted field as two quotes ("") or remove the stray quote'
     # A row that runs over several lines does so because a quote opened on its first line holds
     # the line break, so the row's first line is where to look.
