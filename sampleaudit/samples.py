@@ -335,9 +335,13 @@ def _format_and_stem(path: Path) -> tuple[str, str]:
     )
 
 
-def _decode(line: bytes) -> str:
+def _decode(line: bytes, *, strip_newline: bool = False) -> str:
+    """The line as text (without its line break when asked, through a view: no copy of the bytes)."""
+    end = len(line)
+    if strip_newline and line.endswith(b"\n"):
+        end -= 2 if line.endswith(b"\r\n") else 1
     try:
-        return line.decode("utf-8")
+        return str(memoryview(line)[:end], "utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(
             f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1}); re-save the file as UTF-8"
@@ -367,7 +371,7 @@ def _read_jsonl(lines: _Lines, builder: _Builder, skip_invalid: bool) -> list[in
             continue
         try:
             # Hold one copy of a long line at a time: bytes -> str -> parsed value.
-            text = _decode(line)
+            text = _decode(line, strip_newline=True)
             del line
             record = _parse_json(text)
             del text
