@@ -38,7 +38,7 @@ try:
     outcome = f"{len(s)} samples, longest kept {max(len(t) for t in s.texts):,} chars, " \
               f"{getattr(s, 'n_truncated', 'n/a')} cut"
 except Exception as exc:
-    outcome = f"{type(exc).__name__}: {str(exc)[-110:]}"
+    outcome = f"{type(exc).__name__}: {getattr(exc, 'reason', str(exc))[:100]}"
 seconds = time.perf_counter() - t0
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"before_kib": before, "after_kib": after, "seconds": seconds, "outcome": outcome}))
@@ -80,7 +80,8 @@ def _write_many(path: Path, n_bytes: int) -> int:
     with open(path, "wb") as f:
         i = 0
         while written < n_bytes:
-            line = json.dumps({"id": i, "text": f"sample {i}: " + "an ordinary generated sentence " * 3}).encode() + b"\n"
+            record = {"id": i, "text": f"sample {i}: " + "an ordinary generated sentence " * 3}
+            line = json.dumps(record).encode() + b"\n"
             f.write(line)
             written += len(line)
             i += 1
@@ -107,7 +108,8 @@ def main() -> None:
             ("JSONL, ASCII text", folder / "ascii.jsonl", lambda p: _write_jsonl(p, "loop ", n_bytes)),
             ("JSONL.gz, ASCII text", folder / "ascii.jsonl.gz",
              lambda p: _write_jsonl(p, "loop ", n_bytes, compress=True)),
-            ("JSONL, Chinese UTF-8", folder / "cjk.jsonl", lambda p: _write_jsonl(p, "\u6a21\u578b\u8f93\u51fa", n_bytes)),
+            ("JSONL, Chinese UTF-8", folder / "cjk.jsonl",
+             lambda p: _write_jsonl(p, "\u6a21\u578b\u8f93\u51fa", n_bytes)),
             ("JSONL, \\u escapes", folder / "escaped.jsonl",
              lambda p: _write_jsonl(p, "\u6a21\u578b", n_bytes, escaped=True)),
             ("CSV, one quoted field", folder / "long.csv", lambda p: _write_csv(p, n_bytes)),

@@ -106,7 +106,7 @@ def check_output_dir(path: str | Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:  # e.g. a name too long, or a folder that cannot be searched
-        raise InputError(f"cannot use {path} as output folder ({_reason(exc)}); {_OUT_HINT}") from None
+        raise InputError(f"cannot use {path} as the output folder ({_reason(exc)}); {_OUT_HINT}") from None
 
 
 def lock_dir() -> Path:

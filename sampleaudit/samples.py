@@ -5,14 +5,14 @@ Every problem in a file is an InputError naming the file, the line (or row) and 
 Files are read as a stream, one line (or CSV record) at a time, so memory grows with the longest
 line, never with the file. Each sample text is cut to `max_chars` characters for analysis
 (`DEFAULT_MAX_CHARS` = 100,000) and the cut is recorded (`Sample.original_chars`,
-`SampleSet.n_truncated`, `SampleSet.truncated_lines`). Why 100,000: it is longer than any ordinary
-generation (a 16k-token completion is about 64,000 characters of English, 32k tokens of Chinese
-about 50,000), so only runaway or corrupt output is cut; every figure stays meaningful on the cut
-text (the embedder reads only the first 256 word pieces, loops are found within the first few
-thousand characters of a looping text, the report shows 600); loop detection is linear and takes
-a fraction of a second at 100,000 characters (benchmarks/bench_repetition.py); and at most 400 KB
-per text is kept (4 bytes per character at worst), so 20,000 absurd samples still fit in 8 GB
-instead of one 50 MB line taking that much on its own.
+`SampleSet.n_truncated`, `SampleSet.truncated_lines`). Why 100,000: it is longer than ordinary
+generations (a 16k-token English completion is about 64,000 characters, 32k tokens of Chinese
+about 50,000), so what gets cut is runaway or corrupt output; the figures stay meaningful on the
+cut text (the embedder reads only the first 256 word pieces, the report shows 600 characters, and
+a loop that fills a runaway text fills its first 100,000 characters too); loop detection is
+near-linear, about 25 ms per 100,000 characters (benchmarks/bench_repetition.py: 1,000 texts of
+2,000 characters in 0.5 s); and a kept text takes at most 400 KB (4 bytes per character at
+worst), so even 20,000 absurd samples stay under 8 GB of text.
 """
 
 from __future__ import annotations
@@ -195,11 +195,11 @@ class _Builder:
         prompt = record.get("prompt")
         if prompt is not None and not isinstance(prompt, str):
             raise InputError(f'"prompt" must be a string; got {_kind(prompt)}', line=line)
-        _check_unicode("text", text)
-        _check_unicode("id", sid)
         if len(sid) > MAX_ID_CHARS:
             raise InputError(f'"id" is {len(sid):,} characters long; an id must be at most {MAX_ID_CHARS:,}',
                              line=line)
+        _check_unicode("text", text)
+        _check_unicode("id", sid)
         if prompt is not None:
             _check_unicode("prompt", prompt)
         if sid in self.first_line:
@@ -262,7 +262,11 @@ class _Source:
         self._digest = hashlib.sha256()
         self._raw = _HashingRaw(self._file, self._digest)
         buffered = io.BufferedReader(self._raw, _CHUNK)
-        self.gzip = self._guard(lambda: buffered.peek(2)[:2] == b"\x1f\x8b")
+        try:
+            self.gzip = self._guard(lambda: buffered.peek(2)[:2] == b"\x1f\x8b")
+        except InputError:
+            self._file.close()
+            raise
         self.stream = gzip.GzipFile(fileobj=buffered, mode="rb") if self.gzip else buffered
         self.content = False  # whether any line so far holds more than whitespace
 
@@ -331,9 +335,13 @@ def _format_and_stem(path: Path) -> tuple[str, str]:
     )
 
 
-def _decode(line: bytes) -> str:
+def _decode(line: bytes, *, strip_newline: bool = False) -> str:
+    """The line as text (without its line break when asked, through a view: no copy of the bytes)."""
+    end = len(line)
+    if strip_newline and line.endswith(b"\n"):
+        end -= 2 if line.endswith(b"\r\n") else 1
     try:
-        return line.decode("utf-8")
+        return str(memoryview(line)[:end], "utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(
             f"not valid UTF-8 (byte 0x{line[exc.start]:02x} at column {exc.start + 1}); re-save the file as UTF-8"
@@ -363,7 +371,7 @@ def _read_jsonl(lines: _Lines, builder: _Builder, skip_invalid: bool) -> list[in
             continue
         try:
             # Hold one copy of a long line at a time: bytes -> str -> parsed value.
-            text = _decode(line)
+            text = _decode(line, strip_newline=True)
             del line
             record = _parse_json(text)
             del text
@@ -401,8 +409,9 @@ def _csv_error(exc: csv.Error, start: int, end: int, max_chars: int) -> InputErr
     message = str(exc)  # the field size limit is read here, never set: it is process-global state
     if "field larger than field limit" in message:
         return _FatalLine(
-            f"a field is longer than {csv.field_size_limit():,} characters, the most the CSV reader takes; save samples "
-            f"this long as JSONL (texts are cut to {max_chars:,} characters for analysis anyway)", line=start)
+            f"a field is longer than {csv.field_size_limit():,} characters, the most the CSV reader takes; "
+            f"save samples this long as JSONL (texts are cut to {max_chars:,} characters for analysis anyway)",
+            line=start)
     hint = 'write a quote inside a quoted field as two quotes ("") or remove the stray quote'
     # A row that runs over several lines does so because a quote opened on its first line holds
     # the line break, so the row's first line is where to look.

@@ -295,7 +295,8 @@ def test_a_failed_run_into_a_new_nested_folder_leaves_no_folder(tmp_path, monkey
     _fail_writes_to("report.pdf", monkeypatch)
     with pytest.raises(InputError) as err:
         write_outputs(tmp_path / "new" / "nested" / "run", {"audit.json": "{}", "report.pdf": b"x" * 1000})
-    assert str(err.value) == f"cannot write {tmp_path / 'new' / 'nested' / 'run' / 'report.pdf'} (No space left on device)"
+    target = tmp_path / "new" / "nested" / "run" / "report.pdf"
+    assert str(err.value) == f"cannot write {target} (No space left on device)"
     assert not (tmp_path / "new").exists()
     (tmp_path / "kept").mkdir()  # a folder that was there before is kept
     with pytest.raises(InputError):
@@ -326,7 +327,8 @@ def test_a_folder_in_the_way_of_a_file_replaces_nothing(tmp_path):
     (tmp_path / "report.html").mkdir()
     with pytest.raises(InputError) as err:
         write_outputs(tmp_path, {"audit.json": "new", "report.html": "x"})
-    assert str(err.value) == f"cannot write {tmp_path / 'report.html'} (it is a folder); remove it or choose another --out"
+    assert str(err.value) == (f"cannot write {tmp_path / 'report.html'} (it is a folder); "
+                              "remove it or choose another --out")
     assert (tmp_path / "audit.json").read_text() == "old"
     assert _listing(tmp_path) == ["audit.json", "report.html"]
 

@@ -272,11 +272,13 @@ def test_csv_rows_with_wrong_field_counts(tmp_path):
     p.write_text("text,id\nok,1\na, b,2\n")
     with pytest.raises(InputError) as err:
         load_samples(p)
-    assert str(err.value) == f"{p}:3: row has 3 fields but the header has 2; put a field that holds a comma in double quotes"
+    assert str(err.value) == (f"{p}:3: row has 3 fields but the header has 2; "
+                              "put a field that holds a comma in double quotes")
     p.write_text("text,id\nok,1\nalone\n")
     with pytest.raises(InputError) as err:
         load_samples(p)
-    assert str(err.value) == f"{p}:3: row has 1 field but the header has 2; give every column a value (an empty one is fine)"
+    assert str(err.value) == (f"{p}:3: row has 1 field but the header has 2; "
+                              "give every column a value (an empty one is fine)")
     p.write_text('text,id\nok,1\n"stray,2\nnext,3",4,5\n')  # the quote closes, but the merged row is too wide
     with pytest.raises(InputError) as err:
         load_samples(p)
@@ -284,7 +286,8 @@ def test_csv_rows_with_wrong_field_counts(tmp_path):
                               "line 4; check for a stray quote)")
     t = tmp_path / "bad.tsv"
     t.write_text("text\tid\nok\t1\ta\n")
-    with pytest.raises(InputError, match=r"bad\.tsv:2: row has 3 fields but the header has 2; put a field that holds a tab"):
+    with pytest.raises(InputError, match=r"bad\.tsv:2: row has 3 fields but the header has 2; "
+                                         r"put a field that holds a tab in double quotes$"):
         load_samples(t)
 
 
