@@ -77,17 +77,21 @@ import zlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from ..errors import InputError
-from .text import KIND_CHAR, KIND_WORD, _check_text, _opening, _Scan, _scan, ngram_keys
+from .text import KIND_CHAR, KIND_WORD, _check_text, _hash_powers, _opening, _Scan, _scan, ngram_keys
 
 MIN_REPEATS = 3
+MIN_SHORT_REPEATS = 4
+SHORT_UNIT_TOKENS = 5
 MIN_UNIT_TOKENS = 1
 MAX_UNIT_TOKENS = 256
-MIN_LOOP_TOKENS = 16
-MIN_COVERAGE = 0.2
+MIN_LOOP_TOKENS = 8
+MIN_COVERAGE = 0.1
+MIN_TAIL_SHARE = 0.6
 MAX_VARIATION = 0.2
 MIN_CONSENSUS = 0.5
 SEQ_REP_NS = (1, 2, 3, 4)
@@ -102,6 +106,11 @@ _NUMBER_ID = -1  # the loop detector's id of every number token
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)  # odd multipliers combining three token ids into one key
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _SAMPLE_MIX = np.uint64(0xD6E8FEB86659FD93)  # salts n-gram keys with the sample index
+_GAP = -2  # a unit position that a copy dropped, in the consensus count
+_MAX_INDELS = 2  # tokens a copy may have inserted or dropped, at most (within its edits)
+_MAX_CANDIDATES = 8  # candidate periods checked per text (plus their halves)
+_MIN_PAIR_PERIOD = 7  # periods from which copies alternating between two forms are looked for
+_NUMBERS_CHECKED = 64  # copies whose numbers are compared at a number position of the unit
 
 
 @dataclass(frozen=True)
@@ -173,12 +182,33 @@ class RepetitionResult:
 @dataclass(frozen=True)
 class _LoopRule:
     min_repeats: int
+    min_short_repeats: int
+    short_unit_tokens: int
     min_unit_tokens: int
     max_unit_tokens: int
     min_loop_tokens: int
     min_coverage: float
+    min_tail_share: float
     max_variation: float
     min_consensus: float
+
+    def copies_needed(self, p: int) -> int:
+        """Whole copies a loop of a `p`-token unit needs (rule 2)."""
+        c = self.min_repeats if p > self.short_unit_tokens else max(self.min_repeats, self.min_short_repeats)
+        return max(c, -(-self.min_loop_tokens // p))
+
+    def edits(self, p: int) -> int:
+        """Token edits a copy of a `p`-token unit may differ by from the unit (rule 5)."""
+        if p < 3 or self.max_variation == 0.0:
+            return 0
+        return max(1, int(math.floor(self.max_variation * p + 1e-9)))
+
+
+@lru_cache(maxsize=8)
+def _needed_tokens(rule: _LoopRule) -> np.ndarray:
+    """Tokens the whole copies of a loop with unit length p span at least, for p = 0..max."""
+    periods = np.arange(rule.max_unit_tokens + 1)
+    return np.array([rule.copies_needed(max(1, int(q))) for q in periods]) * periods
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -201,19 +231,25 @@ def _check_float(name: str, value: object, lo: float, hi: float) -> float:
 
 def _loop_rule(
     min_repeats: int,
+    min_short_repeats: int,
+    short_unit_tokens: int,
     min_unit_tokens: int,
     max_unit_tokens: int,
     min_loop_tokens: int,
     min_coverage: float,
+    min_tail_share: float,
     max_variation: float,
     min_consensus: float,
 ) -> _LoopRule:
     rule = _LoopRule(
         min_repeats=_check_int("min_repeats", min_repeats, 2),
+        min_short_repeats=_check_int("min_short_repeats", min_short_repeats, 2),
+        short_unit_tokens=_check_int("short_unit_tokens", short_unit_tokens, 0),
         min_unit_tokens=_check_int("min_unit_tokens", min_unit_tokens, 1),
         max_unit_tokens=_check_int("max_unit_tokens", max_unit_tokens, 1),
         min_loop_tokens=_check_int("min_loop_tokens", min_loop_tokens, 2),
         min_coverage=_check_float("min_coverage", min_coverage, 0.0, 1.0),
+        min_tail_share=_check_float("min_tail_share", min_tail_share, 0.0, 1.0),
         max_variation=_check_float("max_variation", max_variation, 0.0, 0.5),
         min_consensus=_check_float("min_consensus", min_consensus, 0.5, 1.0),
     )
@@ -222,6 +258,8 @@ def _loop_rule(
             f"min_unit_tokens ({rule.min_unit_tokens}) must not exceed max_unit_tokens "
             f"({rule.max_unit_tokens})"
         )
+    if rule.max_unit_tokens > 4096:
+        raise InputError(f"max_unit_tokens must be at most 4096; got {rule.max_unit_tokens}")
     return rule
 
 
@@ -268,10 +306,13 @@ def detect_loop(
     text: str,
     *,
     min_repeats: int = MIN_REPEATS,
+    min_short_repeats: int = MIN_SHORT_REPEATS,
+    short_unit_tokens: int = SHORT_UNIT_TOKENS,
     min_unit_tokens: int = MIN_UNIT_TOKENS,
     max_unit_tokens: int = MAX_UNIT_TOKENS,
     min_loop_tokens: int = MIN_LOOP_TOKENS,
     min_coverage: float = MIN_COVERAGE,
+    min_tail_share: float = MIN_TAIL_SHARE,
     max_variation: float = MAX_VARIATION,
     min_consensus: float = MIN_CONSENSUS,
 ) -> Loop | None:
@@ -280,13 +321,15 @@ def detect_loop(
     >>> loop = detect_loop("Sure. " + "I will try again. " * 6)
     >>> loop.unit, loop.n_repeats
     ('I will try again.', 6)
+    >>> detect_loop("So I asked him. Why not? Why not? Why not? Why not?").n_repeats
+    4
     >>> detect_loop("It was very, very good.") is None
     True
     """
     _check_text(text)
     rule = _loop_rule(
-        min_repeats, min_unit_tokens, max_unit_tokens, min_loop_tokens, min_coverage, max_variation,
-        min_consensus,
+        min_repeats, min_short_repeats, short_unit_tokens, min_unit_tokens, max_unit_tokens,
+        min_loop_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
     )
     return _find_loop(text, _scan(text), rule)
 
@@ -295,18 +338,21 @@ def detect_loops(
     texts: Sequence[str],
     *,
     min_repeats: int = MIN_REPEATS,
+    min_short_repeats: int = MIN_SHORT_REPEATS,
+    short_unit_tokens: int = SHORT_UNIT_TOKENS,
     min_unit_tokens: int = MIN_UNIT_TOKENS,
     max_unit_tokens: int = MAX_UNIT_TOKENS,
     min_loop_tokens: int = MIN_LOOP_TOKENS,
     min_coverage: float = MIN_COVERAGE,
+    min_tail_share: float = MIN_TAIL_SHARE,
     max_variation: float = MAX_VARIATION,
     min_consensus: float = MIN_CONSENSUS,
 ) -> list[Loop | None]:
     """`detect_loop` over many texts, validating the options once: one entry per text."""
     texts = check_texts(texts)
     rule = _loop_rule(
-        min_repeats, min_unit_tokens, max_unit_tokens, min_loop_tokens, min_coverage, max_variation,
-        min_consensus,
+        min_repeats, min_short_repeats, short_unit_tokens, min_unit_tokens, max_unit_tokens,
+        min_loop_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
     )
     return [_find_loop(text, _scan(text), rule) for text in texts]
 
@@ -318,18 +364,44 @@ def _loop_ids(sc: _Scan) -> tuple[np.ndarray, np.ndarray]:
     return np.where(sc.is_number, _NUMBER_ID, sc.ids), lexical
 
 
+class _Text:
+    """One text as the loop kernel sees it: token ids (numbers as one id), spans, and lazily
+    built Python lists for the per-copy parse."""
+
+    def __init__(self, text: str, sc: _Scan):
+        self.text, self.sc = text, sc
+        self.ids, self.lexical = _loop_ids(sc)
+        self.n = int(self.ids.size)
+        self._list: list[int] | None = None
+
+    @property
+    def id_list(self) -> list[int]:
+        if self._list is None:
+            self._list = self.ids.tolist()
+        return self._list
+
+    def token(self, i: int) -> str:
+        return self.text[int(self.sc.starts[i]) : int(self.sc.ends[i])]
+
+    def clause_start(self, i: int) -> bool:
+        """Does token `i` open a clause (first token, or a clause break right before it)?"""
+        if i == 0:
+            return True
+        gap = self.text[int(self.sc.ends[i - 1]) : int(self.sc.starts[i])]
+        return bool(_CLAUSE_BREAKS.intersection(gap))
+
+
 def _find_loop(text: str, sc: _Scan, rule: _LoopRule) -> Loop | None:
     """The loop kernel: candidate periods from trigram recurrences, then a check per period."""
-    ids, lexical = _loop_ids(sc)
-    n = ids.size
-    need_min = max(rule.min_loop_tokens, rule.min_repeats * rule.min_unit_tokens, 3)
-    if n < need_min:
+    t = _Text(text, sc)
+    n = t.n
+    if n < 3:
         return None
-    max_p = min(rule.max_unit_tokens, n // rule.min_repeats)
+    max_p = min(rule.max_unit_tokens, n // 2)
     if max_p < rule.min_unit_tokens:
         return None
     # Distance from each trigram to its previous occurrence.
-    h = ids.view(np.uint64)  # hash ids: a trigram key that is equal for equal trigrams
+    h = t.ids.view(np.uint64)  # hash ids: a trigram key that is equal for equal trigrams
     tri = (h[:-2] * _MIX1 + h[1:-1]) * _MIX2 + h[2:]
     order = np.argsort(tri, kind="stable")
     sorted_tri = tri[order]
@@ -342,27 +414,39 @@ def _find_loop(text: str, sc: _Scan, rule: _LoopRule) -> Loop | None:
         return None
     hist = _period_counts(pos, dist, max_p, rule)
     periods = np.arange(max_p + 1)
-    need = np.maximum(rule.min_loop_tokens, rule.min_repeats * periods) - periods - 2
-    ok = (hist >= np.maximum(2, 0.5 * need)) & (periods >= rule.min_unit_tokens)
-    cands = np.flatnonzero(ok)
+    need = _needed_tokens(rule)[: max_p + 1]
+    # A loop whose copies alternate between two forms recurs at twice its period, with half the
+    # copies: the threshold allows for that, and the halves of each candidate are tried too.
+    halved = np.where(periods >= _MIN_PAIR_PERIOD, np.minimum(need, 2 * periods), need)
+    thr = np.maximum(2, 0.5 * (halved - periods - 2))
+    cands = np.flatnonzero((hist >= thr) & (periods >= rule.min_unit_tokens))
     if cands.size == 0:
         return None
-    if cands.size > 8:
-        cands = cands[np.argsort(-hist[cands], kind="stable")[:8]]
-    found: list[tuple[int, int, int]] = []  # (span tokens, period, start token)
-    for p in sorted(cands.tolist()):
-        if any(p % q == 0 for _, q, _ in found):
-            continue  # a multiple of a loop's period finds the same loop
-        seg = _best_segment(ids, lexical, int(p), rule)
-        if seg is not None:
-            found.append((seg[1] - seg[0], int(p), seg[0]))
+    if cands.size > _MAX_CANDIDATES:
+        cands = cands[np.argsort(-hist[cands], kind="stable")[:_MAX_CANDIDATES]]
+    # Strongest evidence first; a multiple of a loop's period, or a period one token off a
+    # multiple, finds the same loop again (with every copy edited), so it is not tried.
+    order = sorted(cands.tolist(), key=lambda q: (-int(hist[q]), q))
+    tries: list[int] = []
+    for q in order:
+        tries.append(q)
+        if q >= _MIN_PAIR_PERIOD:
+            tries.extend(x for x in (q // 2, (q + 1) // 2) if x >= max(3, rule.min_unit_tokens))
+    found: list[Loop] = []
+    seen: set[int] = set()
+    for p in tries:
+        if p in seen or any(p % lp.unit_tokens in (0, 1, lp.unit_tokens - 1) for lp in found):
+            continue
+        seen.add(p)
+        loop = _loop_at_period(t, p, rule)
+        if loop is not None:
+            found.append(loop)
     if not found:
         return None
-    longest = max(f[0] for f in found)
-    span, p, a = min((f for f in found if f[0] >= 0.9 * longest), key=lambda f: f[1])
-    e = a + span
-    a = _align_start(text, sc, a, e, p, rule)
-    return _make_loop(text, ids, sc, a, e, p, rule)
+    longest = max(lp.end_char - lp.start_char for lp in found)
+    return min(
+        (lp for lp in found if lp.end_char - lp.start_char >= 0.9 * longest), key=lambda lp: lp.unit_tokens
+    )
 
 
 def _period_counts(pos: np.ndarray, dist: np.ndarray, max_p: int, rule: _LoopRule) -> np.ndarray:
@@ -385,152 +469,419 @@ def _period_counts(pos: np.ndarray, dist: np.ndarray, max_p: int, rule: _LoopRul
     return hist
 
 
-def _best_segment(
-    ids: np.ndarray, lexical: np.ndarray, p: int, rule: _LoopRule
-) -> tuple[int, int] | None:
-    """The longest token stretch ``[a, e)`` repeating with period `p` under the rule, or None."""
-    m = ids[:-p] == ids[p:]  # m[i]: token i equals token i + p
-    need = max(rule.min_loop_tokens, rule.min_repeats * p)
-    # Quick test: a loop makes most of some (need - p) consecutive comparisons match.
-    w = need - p
-    if m.size < w:
-        return None
-    n_match = np.zeros(m.size + 1, dtype=np.int64)
-    np.cumsum(m, out=n_match[1:])
-    if 2 * int((n_match[w:] - n_match[:-w]).max()) < w:
-        return None
-    k = int(math.floor(rule.max_variation * p + 1e-9))
+def _stretches(ids: np.ndarray, p: int, k: int, min_len: int) -> list[tuple[int, int]]:
+    """Token ranges ``[a, e)`` of at least `min_len` tokens that repeat with period `p`, allowing
+    `k` mismatches in any window of `p` comparisons; with k > 0 a token may also equal the one
+    ``p - 1`` or ``p + 1`` places on (a token dropped from or inserted into a copy, or two tokens
+    swapped). Vectorised; the copies are checked one by one afterwards (`_parse_copies`)."""
+    n = ids.size
+    f = ids[:-p] == ids[p:]  # f[i]: token i equals token i + p
+    if k:
+        f = f.copy()
+        f |= ids[: n - p] == ids[p - 1 : n - 1]
+        f[: n - p - 1] |= ids[: n - p - 1] == ids[p + 1 :]
+    w = max(1, min_len - p)
+    if f.size < w:
+        return []
+    n_match = np.zeros(f.size + 1, dtype=np.int64)
+    np.cumsum(f, out=n_match[1:])
+    if 2 * int((n_match[w:] - n_match[:-w]).max()) < w:  # quick test: no window is half matched
+        return []
     if k == 0:
-        padded = np.concatenate(([False], m, [False]))
+        padded = np.concatenate(([False], f, [False]))
         edges = np.flatnonzero(padded[1:] != padded[:-1])
-        a, b = edges[0::2], edges[1::2]  # m[a:b] all True
+        a, b = edges[0::2], edges[1::2]  # f[a:b] all True
     else:
-        miss = ~m
-        trues = np.flatnonzero(m)
-        if trues.size == 0:
-            return None
-        # Mismatches in the window of p positions ending at each mismatch; too many break a run.
-        n_miss = np.zeros(m.size + 1, dtype=np.int64)
-        np.cumsum(miss, out=n_miss[1:])
-        bad = np.flatnonzero(miss)
-        in_window = n_miss[bad + 1] - n_miss[np.maximum(bad + 1 - p, 0)]
-        breaks = bad[in_window > k]
+        miss = np.zeros(f.size + 1, dtype=np.int64)
+        np.cumsum(~f, out=miss[1:])
+        bad = np.flatnonzero(~f)
+        in_window = miss[bad + 1] - miss[np.maximum(bad + 1 - p, 0)]
+        breaks = bad[in_window > k]  # a window of p comparisons ending here has too many misses
         seg_a = np.concatenate(([0], breaks + 1))
-        seg_b = np.concatenate((breaks, [m.size]))
-        wide = seg_b - seg_a >= max(1, p // 2)  # narrower ones cannot hold a useful stretch
+        seg_b = np.concatenate((breaks, [f.size]))
+        wide = seg_b - seg_a + p >= min_len
         seg_a, seg_b = seg_a[wide], seg_b[wide]
+        if seg_a.size == 0:
+            return []
+        trues = np.flatnonzero(f)
         ia = np.searchsorted(trues, seg_a)
         ib = np.searchsorted(trues, seg_b) - 1
         keep = ia <= ib
         a, b = trues[ia[keep]], trues[ib[keep]] + 1
-    # Stretches of repeats. One holding two whole copies or more must pass rules 5 and 6 on its
-    # own; a shorter one (half a copy at least) can only extend a loop begun right before it.
-    gap = k + p + 2  # longest break between two stretches of one loop (a token inserted or dropped)
-    longer = b - a >= max(1, p // 2)
-    a, b = a[longer], b[longer]
-    solid = b - a >= p
-    after_prev = np.zeros(a.size, dtype=bool)
-    after_prev[1:] = a[1:] - b[:-1] <= gap
-    useful = solid | after_prev
-    if not solid.any() or int((b[useful] - a[useful] + p).sum()) < need:
+    long_enough = b + p - a >= min_len
+    return list(zip(a[long_enough].tolist(), (b[long_enough] + p).tolist()))
+
+
+def _loop_at_period(t: _Text, p: int, rule: _LoopRule) -> Loop | None:
+    """The longest loop of unit length `p` that passes the rule, or None."""
+    k = rule.edits(p)
+    needed = rule.copies_needed(p)
+    min_len = needed * (p - min(k, _MAX_INDELS))
+    if t.n < max(2 * p, min_len):
         return None
-    n_lexical = np.zeros(lexical.size + 1, dtype=np.int64)
-    np.cumsum(lexical, out=n_lexical[1:])
-    lexical_ok = 2 * (n_lexical[a + p] - n_lexical[a]) >= p
-    chains: list[list[int]] = []
-    open_chain = False
-    for j in np.flatnonzero(useful).tolist():
-        start, end = int(a[j]), int(b[j] + p)
-        ok = bool(lexical_ok[j]) and (
-            not solid[j] or _copies_agree(ids, start, end, p, rule, exact=(k == 0))
-        )
-        if not ok:
-            open_chain = False
+    best: Loop | None = None
+    runs = _Runs(t.ids, p)
+    covered = -1
+    for a, e in _stretches(t.ids, p, k, min_len):
+        if e <= covered:
+            continue  # inside a loop already parsed
+        copies = _parse_copies(t, a, e, p, k, runs)
+        covered = max(covered, copies.end)
+        loop = _judge(t, copies, p, rule)
+        if loop is not None and (best is None or loop.end_char - loop.start_char > best.end_char - best.start_char):
+            best = loop
+    return best
+
+
+class _Runs:
+    """Runs of exact repeats at period p, built on first use: ``after[i]`` consecutive i' >= i
+    with token i' equal to token i' + p, ``before[i]`` the same ending at i (inclusive). A run of
+    ``q * p`` such positions is q + 1 identical copies, which the parse jumps over in one step."""
+
+    def __init__(self, ids: np.ndarray, p: int):
+        self.ids, self.p = ids, p
+        self._after: list[int] | None = None
+        self._before: list[int] | None = None
+
+    def _build(self) -> None:
+        ids, p = self.ids, self.p
+        m = ids[:-p] == ids[p:]
+        idx = np.arange(m.size)
+        last_miss = np.maximum.accumulate(np.where(m, -1, idx))
+        next_miss = np.minimum.accumulate(np.where(m, m.size, idx)[::-1])[::-1]
+        self._before = np.where(m, idx - last_miss, 0).tolist()
+        self._after = np.where(m, next_miss - idx, 0).tolist()
+
+    def after(self, i: int) -> int:
+        if self._after is None:
+            self._build()
+        return self._after[i] if i < len(self._after) else 0  # type: ignore[index]
+
+    def before(self, i: int) -> int:
+        if self._before is None:
+            self._build()
+        return self._before[i] if i >= 0 else 0  # type: ignore[index]
+
+
+_Piece = tuple[int, int, "list[int | None] | None", tuple[int, ...]]
+
+
+@dataclass
+class _Copies:
+    """The copies of a unit found around a stretch: ``unit`` (token ids), the token index of the
+    first whole copy, the end of the last whole copy, the partial copies before and after them
+    (``lead`` tokens before `first`, ``tail`` tokens after `end`), and the copies themselves as
+    pieces: ``(start, count, None, ())`` for `count` exact copies in a row, ``(start, length,
+    aligned, inserted)`` for one copy within the allowed edits, `aligned` giving per unit position
+    the token index in the text (None where the copy dropped it), `inserted` the unit positions
+    before which the copy has an extra token."""
+
+    unit: list[int]
+    unit_at: int
+    first: int
+    end: int
+    lead: int
+    tail: int
+    pieces: list[_Piece]
+
+    @property
+    def n(self) -> int:
+        return sum(c if al is None else 1 for _, c, al, _ in self.pieces)
+
+
+def _modal_start(t: _Text, a: int, e: int, p: int) -> int:
+    """Start of the most frequent p-gram starting in ``[a, e - p]``; on ties the earliest one
+    that opens a clause, else the earliest."""
+    if e - a <= 256:  # short: count tuples (cheaper than numpy's overhead)
+        ids = t.id_list
+        grams = [tuple(ids[i : i + p]) for i in range(a, e - p + 1)]
+        counts = Counter(grams)
+        top = max(counts.values())
+        tied = [a + i for i, g in enumerate(grams) if counts[g] == top]
+    else:
+        h = t.ids[a:e].view(np.uint64)
+        pw, inv = _hash_powers(h.size)
+        prefix = np.zeros(h.size + 1, dtype=np.uint64)
+        np.cumsum((h * _MIX1) * pw[: h.size], out=prefix[1:])
+        keys = (prefix[p:] - prefix[:-p]) * inv[: h.size - p + 1]
+        _, first, cnt = np.unique(keys, return_index=True, return_counts=True)
+        tied = (np.sort(first[cnt == cnt.max()]) + a).tolist()
+    return next((i for i in tied if t.clause_start(i)), tied[0])
+
+
+def _parse_copies(t: _Text, a: int, e: int, p: int, k: int, runs: _Runs) -> _Copies:
+    """Walk copy by copy from the most frequent p-gram of stretch ``[a, e)`` backwards and
+    forwards while each copy equals the unit or is within `k` edits of it."""
+    ids = t.id_list
+    n = t.n
+    r = _modal_start(t, max(0, a - p), e, p)
+    unit = ids[r : r + p]
+    band = min(k, _MAX_INDELS)
+    fwd: list[_Piece] = []
+    s = r
+    steps = 0  # exact copies walked one by one; after a few, runs of them are jumped over
+    while s + p - band <= n:
+        if ids[s : s + p] == unit:
+            steps += 1
+            q = 1 + runs.after(s) // p if steps > 4 else 1
+            fwd.append((s, q, None, ()))
+            s += q * p
             continue
-        # A copy with a token inserted or dropped shifts the copies after it, which breaks the
-        # comparison for about one unit; stretches split that way are joined again.
-        joins = open_chain and start - (chains[-1][1] - p) <= gap
-        if joins and _same_unit(ids, chains[-1][0], start, p, rule):
-            chains[-1][1] = end
-        elif solid[j]:
-            chains.append([start, end])
-            open_chain = True
+        if k == 0:
+            break
+        got = _align_copy(unit, ids, s, k, band, forward=True)
+        if got is None:
+            break
+        fwd.append((s, got[0], got[1], got[2]))
+        s += got[0]
+    end = s
+    back: list[_Piece] = []
+    s = r
+    steps = 0
+    while s - p + band >= 0:
+        if s - p >= 0 and ids[s - p : s] == unit:
+            steps += 1
+            q = min(1 + runs.before(s - p - 1) // p, s // p) if steps > 4 else 1
+            back.append((s - q * p, q, None, ()))
+            s -= q * p
+            continue
+        if k == 0:
+            break
+        got = _align_copy(unit, ids, s, k, band, forward=False)
+        if got is None:
+            break
+        back.append((s - got[0], got[0], got[1], got[2]))
+        s -= got[0]
+    first = s
+    # Partial copies: the tokens before the first copy that end the unit, those after the last
+    # copy that begin it (the last may be a word cut off, as at a generation's token limit).
+    tail = 0
+    while end + tail < n and tail < p - 1 and ids[end + tail] == unit[tail]:
+        tail += 1
+    if end + tail == n - 1 and tail < p and t.sc.kind[n - 1] == KIND_WORD:
+        cut, full = t.token(n - 1).lower(), t.token(r + tail).lower()
+        if len(cut) < len(full) and full.startswith(cut):
+            tail += 1
+    lead = 0
+    while first - lead > 0 and lead < p - 1 and ids[first - lead - 1] == unit[p - 1 - lead]:
+        lead += 1
+    return _Copies(unit, r, first, end, lead, tail, back[::-1] + fwd)
+
+
+def _align_copy(
+    unit: list[int], ids: list[int], s: int, k: int, band: int, *, forward: bool
+) -> tuple[int, list[int | None], tuple[int, ...]] | None:
+    """The copy of `unit` that starts at token `s` (ends there, when not `forward`) within `k`
+    edits (Damerau-Levenshtein in its optimal-string-alignment form: a token inserted, dropped,
+    changed, or two neighbours swapped, one edit each; at most `band` insertions or drops): its
+    length, per unit position the token index it is aligned with (None for a drop), and the
+    unit positions before which a token was inserted."""
+    p = len(unit)
+    if forward:
+        x = ids[s : s + p + band]
+        u = unit
+    else:
+        x = ids[max(0, s - p - band) : s][::-1]
+        u = unit[::-1]
+    m = len(x)
+    if m < p - band:
+        return None
+    j = 0  # first position where the copy differs
+    while j < p and j < m and u[j] == x[j]:
+        j += 1
+    found: tuple[int, list[int | None], list[int]] | None = None
+    # One edit, tried first with plain comparisons (the usual case): a changed token, two
+    # neighbours swapped, a token dropped, a token inserted.
+    if m >= p and u[j + 1 :] == x[j + 1 : p]:
+        found = (p, list(range(p)), [])
+    elif m >= p and j + 1 < p and u[j] == x[j + 1] and u[j + 1] == x[j] and u[j + 2 :] == x[j + 2 : p]:
+        found = (p, list(range(p)), [])
+    elif m >= p - 1 and u[j + 1 :] == x[j : p - 1]:
+        found = (p - 1, [*range(j), None, *range(j, p - 1)], [])
+    elif m >= p + 1 and u[j:] == x[j + 1 : p + 1]:
+        found = (p + 1, [*range(j), *range(j + 1, p + 1)], [j])
+    elif k >= 2 and _missing(u, x) <= k:
+        found = _align_dp(u, x, k, band)
+    if found is None:
+        return None
+    length, at, ins = found
+    if forward:
+        return length, [None if a is None else s + a for a in at], tuple(ins)
+    at = [None if a is None else s - 1 - a for a in at][::-1]
+    return length, at, tuple(p - i for i in ins)
+
+
+def _missing(u: list[int], x: list[int]) -> int:
+    """Tokens of `u` that `x` lacks (as multisets): each needs an edit of its own."""
+    have = Counter(x)
+    have.subtract(u)
+    return -sum(v for v in have.values() if v < 0)
+
+
+def _align_dp(u: list[int], x: list[int], k: int, band: int) -> tuple[int, list[int | None], list[int]] | None:
+    """`_align_copy` for two edits or more: banded dynamic programming over the prefixes of `x`."""
+    p, m = len(u), len(x)
+    big = k + 1
+    width = 2 * band + 1
+    # rows[i][d]: edits between u[:i] and x[:i + d - band]
+    rows = [[big] * width for _ in range(p + 1)]
+    for d in range(band, width):
+        if d - band <= m:
+            rows[0][d] = min(d - band, big)
+    for i in range(1, p + 1):
+        row, prev, ui = rows[i], rows[i - 1], u[i - 1]
+        for d in range(width):
+            j = i + d - band
+            if j < 0 or j > m:
+                continue
+            best = prev[d + 1] + 1 if d + 1 < width else big  # u[i-1] dropped from the copy
+            if d > 0 and j > 0:
+                best = min(best, row[d - 1] + 1)  # x[j-1] inserted
+            if j > 0:
+                best = min(best, prev[d] + (x[j - 1] != ui))
+                if i > 1 and j > 1 and ui == x[j - 2] and u[i - 2] == x[j - 1] and ui != x[j - 1]:
+                    best = min(best, rows[i - 2][d] + 1)  # neighbours swapped
+            row[d] = min(best, big)
+        if min(row) >= big:
+            return None
+    ends = [(rows[p][d], abs(d - band), d) for d in range(width) if 0 <= p + d - band <= m]
+    cost, _, d = min(ends)
+    if cost > k:
+        return None
+    length = p + d - band
+    at: list[int | None] = [None] * p
+    ins: list[int] = []
+    i, j = p, length
+    while i > 0 or j > 0:
+        d = j - i + band
+        cur = rows[i][d]
+        if i > 0 and j > 0 and rows[i - 1][d] + (x[j - 1] != u[i - 1]) == cur:
+            at[i - 1] = j - 1
+            i, j = i - 1, j - 1
+        elif (i > 1 and j > 1 and u[i - 1] == x[j - 2] and u[i - 2] == x[j - 1]
+              and rows[i - 2][d] + 1 == cur):
+            at[i - 1], at[i - 2] = j - 1, j - 2
+            i, j = i - 2, j - 2
+        elif i > 0 and d + 1 < width and rows[i - 1][d + 1] + 1 == cur:
+            i -= 1  # u[i] dropped
         else:
-            open_chain = False
-    if not chains:
+            ins.append(i)  # x[j-1] inserted before unit position i
+            j -= 1
+    return length, at, ins
+
+
+def _judge(t: _Text, c: _Copies, p: int, rule: _LoopRule) -> Loop | None:
+    """Rules 2-6 on parsed copies; the `Loop` if they hold."""
+    n_copies = c.n
+    needed = rule.copies_needed(p)
+    if n_copies + 1 < needed:  # a rotation can gain one copy at most
         return None
-    good = [(e - s_, s_, e) for s_, e in chains if e - s_ >= need]
-    if not good:
+    if 2 * int(t.lexical[c.unit_at : c.unit_at + p].sum()) < p:
+        return None  # rule 6: numbers, symbols (tables of figures, emoji runs)
+    # Start: the first clause start among the partial copy before and the first whole copy.
+    start = c.first - c.lead
+    q = next((i for i in range(start, min(c.first + p, c.end)) if t.clause_start(i)), start)
+    # Whole copies counted from q (a rotation of the unit when q is not at a copy boundary).
+    if q <= c.first:
+        n_rot = n_copies + (c.first - q + c.tail) // p
+    else:
+        n_rot = n_copies - 1 + (p - (q - c.first) + c.tail) // p
+    if n_rot < needed:
+        if n_copies < needed:
+            return None
+        q, n_rot = c.first, n_copies
+    if not _copies_agree(t, c, p, rule):
         return None
-    _, start, end = max(good, key=lambda g: (g[0], -g[1]))
-    return start, end
-
-
-def _same_unit(ids: np.ndarray, a1: int, a2: int, p: int, rule: _LoopRule) -> bool:
-    """Is the unit at `a2` a rotation of the unit at `a1`, up to the allowed variation?"""
-    u1, u2 = ids[a1 : a1 + p], ids[a2 : a2 + p]
-    rotations = u2[(np.arange(p)[:, None] + np.arange(p)[None, :]) % p]  # row r: u2 rolled by r
-    agree = (rotations == u1[None, :]).sum(axis=1).max()
-    return bool(agree >= p - math.floor(rule.max_variation * p + 1e-9))
-
-
-def _copies_agree(ids: np.ndarray, a: int, e: int, p: int, rule: _LoopRule, *, exact: bool) -> bool:
-    """Rule 5 (one token fills most copies of each unit position) on the stretch ``[a, e)``."""
-    if exact:
-        return True
-    c = (e - a) // p
-    copies = ids[a : a + c * p].reshape(c, p)
-    s = np.sort(copies, axis=0)
-    # A token filling >= half a column is one of the column's two middle values once sorted.
-    lower, upper = (copies == s[(c - 1) // 2]).sum(axis=0), (copies == s[c // 2]).sum(axis=0)
-    share = np.maximum(lower, upper) / c
-    return bool(share.min() >= rule.min_consensus)
-
-
-def _align_start(text: str, sc: _Scan, a: int, e: int, p: int, rule: _LoopRule) -> int:
-    """Move the loop start forward onto the first clause start inside the first copy, so that the
-    unit reads "I like it." rather than "it. I like" (only when the rule still holds after it)."""
-    starts, ends = sc.starts, sc.ends
-    if a == 0 or _CLAUSE_BREAKS.intersection(text[int(ends[a - 1]) : int(starts[a])]):
-        return a
-    for j in range(a + 1, min(a + p, e)):
-        if _CLAUSE_BREAKS.intersection(text[int(ends[j - 1]) : int(starts[j])]):
-            if e - j >= max(rule.min_loop_tokens, rule.min_repeats * p):
-                return j
-            return a
-    return a
-
-
-def _modal_copy(ids: np.ndarray, a: int, e: int, p: int) -> int:
-    """Index of the first whole copy equal to the majority copy (0 when none is)."""
-    c = (e - a) // p
-    copies = ids[a : a + c * p].reshape(c, p)
-    s = np.sort(copies, axis=0)
-    lo, hi = s[(c - 1) // 2], s[c // 2]
-    mode = np.where((copies == lo).sum(axis=0) >= (copies == hi).sum(axis=0), lo, hi)
-    match = np.flatnonzero((copies == mode).all(axis=1))
-    return int(match[0]) if match.size else 0
-
-
-def _make_loop(
-    text: str, ids: np.ndarray, sc: _Scan, a: int, e: int, p: int, rule: _LoopRule
-) -> Loop | None:
-    starts, ends = sc.starts, sc.ends
-    start_char, end_char = int(starts[a]), int(ends[e - 1])
-    total = int(ends[-1]) - int(starts[0])
+    sc = t.sc
+    stop = c.end + c.tail
+    start_char, end_char = int(sc.starts[q]), int(sc.ends[stop - 1])
+    total = int(sc.ends[-1]) - int(sc.starts[0])
     coverage = (end_char - start_char) / total if total > 0 else 0.0
-    if coverage < rule.min_coverage:
+    tail_share = (end_char - start_char) / (int(sc.ends[-1]) - start_char)
+    if coverage < rule.min_coverage or tail_share < rule.min_tail_share:
         return None
-    first = a + p * _modal_copy(ids, a, e, p)
-    unit_end = int(starts[first + p]) if first + p < starts.size else end_char
     return Loop(
-        unit=text[int(starts[first]) : unit_end].strip(),
-        n_repeats=(e - a) // p,
+        unit=_unit_text(t, c, q, p),
+        n_repeats=n_rot,
         unit_tokens=p,
         start_char=start_char,
         end_char=end_char,
         coverage_share=float(coverage),
     )
+
+
+def _copies_agree(t: _Text, c: _Copies, p: int, rule: _LoopRule) -> bool:
+    """Rule 5: at every position of the unit one token fills at least `min_consensus` of the
+    copies (a token dropped from a copy counts against it); where that token is a number, the
+    numbers agree or count (1, 2, 3 ...) in most copies."""
+    total = c.n
+    unit = c.unit
+    if any(al is not None for _, _, al, _ in c.pieces):  # else every copy is the unit itself
+        cols: list[Counter] = [Counter() for _ in range(p)]
+        inserted: Counter = Counter()
+        ids = t.id_list
+        for _, count, al, ins in c.pieces:
+            if al is None:
+                for i in range(p):
+                    cols[i][unit[i]] += count
+            else:
+                for i in range(p):
+                    cols[i][_GAP if al[i] is None else ids[al[i]]] += 1
+                inserted.update(ins)
+        # Most copies have no token inserted at any place (else a longer unit is repeating).
+        if inserted and total - max(inserted.values()) < rule.min_consensus * total:
+            return False
+        # A position where three or more different tokens alternate (a list: "Khmer Busra
+        # Regular; Khmer Busra Bold; Khmer Busra Italic; ...") needs a strict majority.
+        for col in cols:
+            token, top = col.most_common(1)[0]
+            if token == _GAP or top < rule.min_consensus * total or (len(col) > 2 and 2 * top <= total):
+                return False
+    for i in range(p):
+        if unit[i] == _NUMBER_ID and not _numbers_agree(t, c, i, p, rule.min_consensus):
+            return False
+    return True
+
+
+def _numbers_agree(t: _Text, c: _Copies, i: int, p: int, min_consensus: float) -> bool:
+    """Do the numbers at unit position `i` (first `_NUMBERS_CHECKED` copies) mostly agree, or
+    mostly step by one constant (a counter)? Model numbers of a product list do neither."""
+    where: list[int] = []
+    for s, count, al, _ in c.pieces:
+        if al is None:
+            where.extend(s + j * p + i for j in range(min(count, _NUMBERS_CHECKED - len(where))))
+        elif al[i] is not None:
+            where.append(al[i])
+        if len(where) >= _NUMBERS_CHECKED:
+            break
+    ids = t.id_list
+    values = [_number_value(t.token(j)) if ids[j] == _NUMBER_ID else t.token(j).lower() for j in where]
+    if len(values) < 2:
+        return True
+    if Counter(values).most_common(1)[0][1] >= min_consensus * len(values):
+        return True
+    if not all(isinstance(v, int) for v in values):
+        return False
+    steps = Counter(b - a for a, b in zip(values, values[1:]))
+    step, count = steps.most_common(1)[0]
+    return step != 0 and count >= min_consensus * (len(values) - 1)
+
+
+def _number_value(token: str) -> int | str:
+    return int(token) if len(token) <= 18 else token  # int() of a huge digit string is slow
+
+
+def _unit_text(t: _Text, c: _Copies, q: int, p: int) -> str:
+    """The unit as written: the first copy from `q` on that equals the unit read from `q` (a
+    rotation of the most frequent copy), else the p tokens from `q`."""
+    ids = t.id_list
+    shift = (q - c.first) % p
+    want = c.unit[shift:] + c.unit[:shift]
+    stop = c.end + c.tail
+    at = next((j for j in range(q, min(stop, q + _NUMBERS_CHECKED * p) - p + 1) if ids[j : j + p] == want), q)
+    sc = t.sc
+    end = int(sc.starts[at + p]) if at + p < t.n else int(sc.ends[t.n - 1])
+    return t.text[int(sc.starts[at]) : end].strip()
 
 
 # --- the whole set ---------------------------------------------------------------------------
@@ -541,10 +892,13 @@ def repetition_stats(
     ids: Sequence[str] | None = None,
     *,
     min_repeats: int = MIN_REPEATS,
+    min_short_repeats: int = MIN_SHORT_REPEATS,
+    short_unit_tokens: int = SHORT_UNIT_TOKENS,
     min_unit_tokens: int = MIN_UNIT_TOKENS,
     max_unit_tokens: int = MAX_UNIT_TOKENS,
     min_loop_tokens: int = MIN_LOOP_TOKENS,
     min_coverage: float = MIN_COVERAGE,
+    min_tail_share: float = MIN_TAIL_SHARE,
     max_variation: float = MAX_VARIATION,
     min_consensus: float = MIN_CONSENSUS,
     opening_tokens: int = OPENING_TOKENS,
@@ -564,8 +918,8 @@ def repetition_stats(
     texts = check_texts(texts)
     names = _check_ids(ids, len(texts))
     rule = _loop_rule(
-        min_repeats, min_unit_tokens, max_unit_tokens, min_loop_tokens, min_coverage, max_variation,
-        min_consensus,
+        min_repeats, min_short_repeats, short_unit_tokens, min_unit_tokens, max_unit_tokens,
+        min_loop_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
     )
     opening_tokens = _check_int("opening_tokens", opening_tokens, 1)
     top_openings = _check_int("top_openings", top_openings, 1)
