@@ -89,7 +89,7 @@ MIN_SHORT_REPEATS = 4
 SHORT_UNIT_TOKENS = 5
 MIN_UNIT_TOKENS = 1
 MAX_UNIT_TOKENS = 256
-MIN_LOOP_TOKENS = 8
+MIN_SINGLE_REPEATS = 16
 MIN_COVERAGE = 0.1
 MIN_TAIL_SHARE = 0.6
 MAX_VARIATION = 0.2
@@ -110,6 +110,10 @@ _GAP = -2  # a unit position that a copy dropped, in the consensus count
 _MAX_INDELS = 2  # tokens a copy may have inserted or dropped, at most (within its edits)
 _MAX_CANDIDATES = 8  # candidate periods checked per text (plus their halves)
 _MIN_PAIR_PERIOD = 7  # periods from which copies alternating between two forms are looked for
+_PAIR_CANDIDATES = 3  # the strongest candidates whose halves are tried too
+_MAX_EDITED_PERIOD = 16  # longest unit looked for from spread-out recurrences (`_edited_candidates`)
+_EDITED_WINDOW = 128  # tokens at the end of a text searched for them
+_EDITED_END = 8  # a bigram among the last tokens must recur within that window
 _NUMBERS_CHECKED = 64  # copies whose numbers are compared at a number position of the unit
 
 
@@ -184,9 +188,9 @@ class _LoopRule:
     min_repeats: int
     min_short_repeats: int
     short_unit_tokens: int
+    min_single_repeats: int
     min_unit_tokens: int
     max_unit_tokens: int
-    min_loop_tokens: int
     min_coverage: float
     min_tail_share: float
     max_variation: float
@@ -194,8 +198,11 @@ class _LoopRule:
 
     def copies_needed(self, p: int) -> int:
         """Whole copies a loop of a `p`-token unit needs (rule 2)."""
-        c = self.min_repeats if p > self.short_unit_tokens else max(self.min_repeats, self.min_short_repeats)
-        return max(c, -(-self.min_loop_tokens // p))
+        if p == 1:
+            return max(self.min_repeats, self.min_single_repeats)
+        if p <= self.short_unit_tokens:
+            return max(self.min_repeats, self.min_short_repeats)
+        return self.min_repeats
 
     def edits(self, p: int) -> int:
         """Token edits a copy of a `p`-token unit may differ by from the unit (rule 5)."""
@@ -205,10 +212,15 @@ class _LoopRule:
 
 
 @lru_cache(maxsize=8)
-def _needed_tokens(rule: _LoopRule) -> np.ndarray:
-    """Tokens the whole copies of a loop with unit length p span at least, for p = 0..max."""
+def _thresholds(rule: _LoopRule) -> np.ndarray:
+    """Trigram recurrences at distance p that make p a candidate period, for p = 0..max: half
+    of those of the shortest loop with unit length p (its whole copies span `need` tokens, and
+    all trigrams after the first copy recur); infinite below `min_unit_tokens`."""
     periods = np.arange(rule.max_unit_tokens + 1)
-    return np.array([rule.copies_needed(max(1, int(q))) for q in periods]) * periods
+    need = np.array([rule.copies_needed(max(1, int(q))) for q in periods]) * periods
+    thr = np.maximum(2, 0.5 * (need - periods - 2))
+    thr[: rule.min_unit_tokens] = np.inf
+    return thr
 
 
 # --- validation ------------------------------------------------------------------------------
@@ -233,9 +245,9 @@ def _loop_rule(
     min_repeats: int,
     min_short_repeats: int,
     short_unit_tokens: int,
+    min_single_repeats: int,
     min_unit_tokens: int,
     max_unit_tokens: int,
-    min_loop_tokens: int,
     min_coverage: float,
     min_tail_share: float,
     max_variation: float,
@@ -245,9 +257,9 @@ def _loop_rule(
         min_repeats=_check_int("min_repeats", min_repeats, 2),
         min_short_repeats=_check_int("min_short_repeats", min_short_repeats, 2),
         short_unit_tokens=_check_int("short_unit_tokens", short_unit_tokens, 0),
+        min_single_repeats=_check_int("min_single_repeats", min_single_repeats, 2),
         min_unit_tokens=_check_int("min_unit_tokens", min_unit_tokens, 1),
         max_unit_tokens=_check_int("max_unit_tokens", max_unit_tokens, 1),
-        min_loop_tokens=_check_int("min_loop_tokens", min_loop_tokens, 2),
         min_coverage=_check_float("min_coverage", min_coverage, 0.0, 1.0),
         min_tail_share=_check_float("min_tail_share", min_tail_share, 0.0, 1.0),
         max_variation=_check_float("max_variation", max_variation, 0.0, 0.5),
@@ -308,9 +320,9 @@ def detect_loop(
     min_repeats: int = MIN_REPEATS,
     min_short_repeats: int = MIN_SHORT_REPEATS,
     short_unit_tokens: int = SHORT_UNIT_TOKENS,
+    min_single_repeats: int = MIN_SINGLE_REPEATS,
     min_unit_tokens: int = MIN_UNIT_TOKENS,
     max_unit_tokens: int = MAX_UNIT_TOKENS,
-    min_loop_tokens: int = MIN_LOOP_TOKENS,
     min_coverage: float = MIN_COVERAGE,
     min_tail_share: float = MIN_TAIL_SHARE,
     max_variation: float = MAX_VARIATION,
@@ -328,8 +340,8 @@ def detect_loop(
     """
     _check_text(text)
     rule = _loop_rule(
-        min_repeats, min_short_repeats, short_unit_tokens, min_unit_tokens, max_unit_tokens,
-        min_loop_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
+        min_repeats, min_short_repeats, short_unit_tokens, min_single_repeats, min_unit_tokens,
+        max_unit_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
     )
     return _find_loop(text, _scan(text), rule)
 
@@ -340,9 +352,9 @@ def detect_loops(
     min_repeats: int = MIN_REPEATS,
     min_short_repeats: int = MIN_SHORT_REPEATS,
     short_unit_tokens: int = SHORT_UNIT_TOKENS,
+    min_single_repeats: int = MIN_SINGLE_REPEATS,
     min_unit_tokens: int = MIN_UNIT_TOKENS,
     max_unit_tokens: int = MAX_UNIT_TOKENS,
-    min_loop_tokens: int = MIN_LOOP_TOKENS,
     min_coverage: float = MIN_COVERAGE,
     min_tail_share: float = MIN_TAIL_SHARE,
     max_variation: float = MAX_VARIATION,
@@ -351,8 +363,8 @@ def detect_loops(
     """`detect_loop` over many texts, validating the options once: one entry per text."""
     texts = check_texts(texts)
     rule = _loop_rule(
-        min_repeats, min_short_repeats, short_unit_tokens, min_unit_tokens, max_unit_tokens,
-        min_loop_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
+        min_repeats, min_short_repeats, short_unit_tokens, min_single_repeats, min_unit_tokens,
+        max_unit_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
     )
     return [_find_loop(text, _scan(text), rule) for text in texts]
 
@@ -413,40 +425,78 @@ def _find_loop(text: str, sc: _Scan, rule: _LoopRule) -> Loop | None:
     if dist.size == 0:
         return None
     hist = _period_counts(pos, dist, max_p, rule)
-    periods = np.arange(max_p + 1)
-    need = _needed_tokens(rule)[: max_p + 1]
-    # A loop whose copies alternate between two forms recurs at twice its period, with half the
-    # copies: the threshold allows for that, and the halves of each candidate are tried too.
-    halved = np.where(periods >= _MIN_PAIR_PERIOD, np.minimum(need, 2 * periods), need)
-    thr = np.maximum(2, 0.5 * (halved - periods - 2))
-    cands = np.flatnonzero((hist >= thr) & (periods >= rule.min_unit_tokens))
-    if cands.size == 0:
-        return None
+    cands = np.flatnonzero(hist >= _thresholds(rule)[: max_p + 1])
     if cands.size > _MAX_CANDIDATES:
         cands = cands[np.argsort(-hist[cands], kind="stable")[:_MAX_CANDIDATES]]
+    counts = hist.tolist()
     # Strongest evidence first; a multiple of a loop's period, or a period one token off a
-    # multiple, finds the same loop again (with every copy edited), so it is not tried.
-    order = sorted(cands.tolist(), key=lambda q: (-int(hist[q]), q))
+    # multiple, finds the same loop again (with every copy edited), so it is not tried. A loop
+    # whose copies alternate between two forms recurs at twice its period: the halves of the
+    # strongest candidates are tried too.
+    order = sorted(cands.tolist(), key=lambda q: (-counts[q], q))
     tries: list[int] = []
-    for q in order:
+    for rank, q in enumerate(order):
         tries.append(q)
-        if q >= _MIN_PAIR_PERIOD:
+        if q >= _MIN_PAIR_PERIOD and rank < _PAIR_CANDIDATES:
             tries.extend(x for x in (q // 2, (q + 1) // 2) if x >= max(3, rule.min_unit_tokens))
+    rec: _Recurrences | None = None
     found: list[Loop] = []
     seen: set[int] = set()
     for p in tries:
         if p in seen or any(p % lp.unit_tokens in (0, 1, lp.unit_tokens - 1) for lp in found):
             continue
         seen.add(p)
-        loop = _loop_at_period(t, p, rule)
+        if sum(counts[p - 1 : p + 2]) < 2:
+            continue  # a half of a candidate without recurrences near it
+        if rec is None:
+            rec = _Recurrences(pos, dist)
+        loop = _loop_at_period(t, p, rule, rec.regions(p, rule, n))
         if loop is not None:
             found.append(loop)
+    if not found:  # a short loop whose copies are edited leaves few trigram recurrences
+        window = max(0, n - _EDITED_WINDOW)
+        for p in _edited_candidates(h, rule):
+            if p not in seen:
+                k = rule.edits(p)
+                min_len = rule.copies_needed(p) * (p - min(k, _MAX_INDELS))
+                regions = [(a + window, e + window) for a, e in _stretches(t.ids[window:], p, k, min_len)]
+                loop = _loop_at_period(t, p, rule, regions)
+                if loop is not None:
+                    found.append(loop)
     if not found:
         return None
     longest = max(lp.end_char - lp.start_char for lp in found)
     return min(
         (lp for lp in found if lp.end_char - lp.start_char >= 0.9 * longest), key=lambda lp: lp.unit_tokens
     )
+
+
+def _edited_candidates(h: np.ndarray, rule: _LoopRule) -> list[int]:
+    """Short periods whose copies are edited (a token dropped or two swapped in every second copy)
+    leave few trigram recurrences. Such a loop of a few copies must sit at the end of the text
+    (rule 4), so the bigrams of the last `_EDITED_WINDOW` tokens are counted instead: a p-token
+    unit recurs at distances p - 1 .. p + 1 and, copy to copy but one, 2p - 1 .. 2p + 1. The two
+    periods from 3 to `_MAX_EDITED_PERIOD` with the most such recurrences (at least 4)."""
+    tail = h[-_EDITED_WINDOW:]
+    lo = max(3, rule.min_unit_tokens)
+    top = min(_MAX_EDITED_PERIOD, rule.max_unit_tokens, (tail.size - 2) // 2)
+    if top < lo:
+        return []
+    big = tail[:-1] * _MIX1 + tail[1:]
+    order = np.argsort(big, kind="stable")
+    same = big[order][1:] == big[order][:-1]
+    later = order[1:][same]
+    dist = later - order[:-1][same]
+    close = dist <= 2 * top + 1
+    if not (later[close] >= big.size - _EDITED_END).any():
+        return []  # the text's last tokens repeat nothing just before them: no loop ends there
+    hist = np.bincount(dist[close], minlength=2 * top + 2)
+    p = np.arange(lo, top + 1)
+    score = sum(hist[p + d] for d in (-1, 0, 1)) + sum(hist[2 * p + d] for d in (-1, 0, 1))
+    # The fewest copies, each but the first sharing at least p - 2 bigrams with another.
+    needed = np.array([rule.copies_needed(int(q)) for q in p])
+    ok = score >= np.maximum(4, 0.5 * (needed - 1) * (p - 2))
+    return p[ok][np.argsort(-score[ok], kind="stable")[:2]].tolist()
 
 
 def _period_counts(pos: np.ndarray, dist: np.ndarray, max_p: int, rule: _LoopRule) -> np.ndarray:
@@ -458,7 +508,7 @@ def _period_counts(pos: np.ndarray, dist: np.ndarray, max_p: int, rule: _LoopRul
     inside some block.
     """
     width = max_p + 1
-    block = max(4096, 4 * max(rule.min_loop_tokens, rule.min_repeats * max_p))
+    block = max(4096, 4 * max(rule.min_single_repeats, rule.min_repeats * max_p))
     if int(pos.max()) < block:
         return np.bincount(dist, minlength=width)
     hist = np.zeros(width, dtype=np.int64)
@@ -512,20 +562,91 @@ def _stretches(ids: np.ndarray, p: int, k: int, min_len: int) -> list[tuple[int,
     return list(zip(a[long_enough].tolist(), (b[long_enough] + p).tolist()))
 
 
-def _loop_at_period(t: _Text, p: int, rule: _LoopRule) -> Loop | None:
-    """The longest loop of unit length `p` that passes the rule, or None."""
+class _Recurrences:
+    """Trigram recurrences (position of the later copy, distance back to the earlier one),
+    sorted by distance then position, to pick out the stretches where one period recurs."""
+
+    def __init__(self, pos: np.ndarray, dist: np.ndarray):
+        order = np.lexsort((pos, dist))
+        self.pos, self.dist = pos[order], dist[order]
+
+    def regions(self, p: int, rule: _LoopRule, n: int) -> list[tuple[int, int]]:
+        """Token ranges where trigrams recur at distance p (p - 1 .. p + 1 when copies may be
+        edited, and 2p - 1 .. 2p + 1 for copies alternating between two forms), densely enough
+        for a loop: clusters of such recurrences, no gap over 2p + 3 tokens inside."""
+        k = rule.edits(p)
+        ds = (p, p - 1, p + 1, 2 * p - 1, 2 * p, 2 * p + 1) if k else (p,)
+        lo = np.searchsorted(self.dist, ds, side="left").tolist()
+        hi = np.searchsorted(self.dist, ds, side="right").tolist()
+        n_near = sum(hi[j] - lo[j] for j in range(min(3, len(ds))))
+        if n_near < 2:
+            return []
+        total = sum(b - a for a, b in zip(lo, hi))
+        if total <= 64:  # few: plain Python is cheaper than numpy's overhead
+            return self._regions_small(p, rule, n, lo, hi, n_near)
+        parts = [self.pos[a:b] for a, b in zip(lo, hi)]
+        where = np.concatenate(parts)
+        near = np.zeros(where.size, dtype=bool)
+        near[:n_near] = True
+        order = np.argsort(where, kind="stable")
+        where, near = where[order], near[order]
+        cut = np.flatnonzero(np.diff(where) > 2 * p + 3) + 1
+        first = np.concatenate(([0], cut))
+        last = np.concatenate((cut, [where.size])) - 1
+        count = last - first + 1
+        n_near_in = np.add.reduceat(near.astype(np.int64), first)
+        # A loop recurs at p - 1 .. p + 1 at least twice (the far distances alone are a
+        # sentence said twice, or a longer unit).
+        need = _region_need(p, rule)
+        ok = (count >= need) & (n_near_in >= 2)
+        starts = np.maximum(where[first[ok]] - 2 * p - 2, 0)
+        ends = np.minimum(where[last[ok]] + 3, n)
+        return list(zip(starts.tolist(), ends.tolist()))
+
+
+    def _regions_small(
+        self, p: int, rule: _LoopRule, n: int, lo: list[int], hi: list[int], n_near: int
+    ) -> list[tuple[int, int]]:
+        pos = self.pos
+        hits = sorted(
+            (int(x), j < 3) for j, (a, b) in enumerate(zip(lo, hi)) for x in pos[a:b].tolist()
+        )
+        need = _region_need(p, rule)
+        out: list[tuple[int, int]] = []
+        start = 0
+        for i in range(1, len(hits) + 1):
+            if i == len(hits) or hits[i][0] - hits[i - 1][0] > 2 * p + 3:
+                group = hits[start:i]
+                if len(group) >= need and sum(1 for _, near in group if near) >= 2:
+                    out.append((max(group[0][0] - 2 * p - 2, 0), min(group[-1][0] + 3, n)))
+                start = i
+        return out
+
+
+def _region_need(p: int, rule: _LoopRule) -> float:
+    """Recurrences a region needs: an exact loop of the fewest copies recurs (copies - 1) * p - 2
+    times at distance p; edits take some away."""
+    return max(2.0, 0.6 * ((rule.copies_needed(p) - 1) * p - 2))
+
+
+def _loop_at_period(t: _Text, p: int, rule: _LoopRule, regions: list[tuple[int, int]]) -> Loop | None:
+    """The longest loop of unit length `p` around the token ranges `regions` that passes the
+    rule, or None."""
     k = rule.edits(p)
     needed = rule.copies_needed(p)
-    min_len = needed * (p - min(k, _MAX_INDELS))
-    if t.n < max(2 * p, min_len):
+    if t.n < max(2 * p, needed * (p - min(k, _MAX_INDELS))):
         return None
     best: Loop | None = None
     runs = _Runs(t.ids, p)
     covered = -1
-    for a, e in _stretches(t.ids, p, k, min_len):
+    for a, e in regions:
+        if e - a < p + 1:
+            continue
         if e <= covered:
             continue  # inside a loop already parsed
         copies = _parse_copies(t, a, e, p, k, runs)
+        if copies is None:
+            continue
         covered = max(covered, copies.end)
         loop = _judge(t, copies, p, rule)
         if loop is not None and (best is None or loop.end_char - loop.start_char > best.end_char - best.start_char):
@@ -589,32 +710,51 @@ class _Copies:
         return sum(c if al is None else 1 for _, c, al, _ in self.pieces)
 
 
-def _modal_start(t: _Text, a: int, e: int, p: int) -> int:
-    """Start of the most frequent p-gram starting in ``[a, e - p]``; on ties the earliest one
-    that opens a clause, else the earliest."""
-    if e - a <= 256:  # short: count tuples (cheaper than numpy's overhead)
-        ids = t.id_list
-        grams = [tuple(ids[i : i + p]) for i in range(a, e - p + 1)]
-        counts = Counter(grams)
-        top = max(counts.values())
-        tied = [a + i for i, g in enumerate(grams) if counts[g] == top]
-    else:
+def _unit_start(t: _Text, a: int, e: int, p: int) -> int | None:
+    """Where the unit is read, in ``[a, e)``: the start of the most frequent p-gram there (on
+    ties the earliest that opens a clause, else the earliest); None when no p-gram occurs twice,
+    as then most copies cannot equal the unit (rule 5). A long stretch takes the first p tokens
+    followed by the same p tokens instead, and counts p-grams only when there are none."""
+    ids = t.id_list
+    e = min(e, t.n)
+    if (e - a) * p > 2048:
+        last = e - 2 * p
+        for i in range(a, last + 1):
+            if ids[i : i + p] == ids[i + p : i + 2 * p]:
+                return next(
+                    (j for j in range(i, min(i + p, last + 1))
+                     if t.clause_start(j) and ids[j : j + p] == ids[j + p : j + 2 * p]),
+                    i,
+                )
         h = t.ids[a:e].view(np.uint64)
         pw, inv = _hash_powers(h.size)
         prefix = np.zeros(h.size + 1, dtype=np.uint64)
         np.cumsum((h * _MIX1) * pw[: h.size], out=prefix[1:])
         keys = (prefix[p:] - prefix[:-p]) * inv[: h.size - p + 1]
         _, first, cnt = np.unique(keys, return_index=True, return_counts=True)
+        if cnt.max() < 2:
+            return None
         tied = (np.sort(first[cnt == cnt.max()]) + a).tolist()
+    else:
+        grams = [tuple(ids[i : i + p]) for i in range(a, e - p + 1)]
+        if not grams:
+            return None
+        counts = Counter(grams)
+        top = max(counts.values())
+        if top < 2:
+            return None
+        tied = [a + i for i, g in enumerate(grams) if counts[g] == top]
     return next((i for i in tied if t.clause_start(i)), tied[0])
 
 
-def _parse_copies(t: _Text, a: int, e: int, p: int, k: int, runs: _Runs) -> _Copies:
+def _parse_copies(t: _Text, a: int, e: int, p: int, k: int, runs: _Runs) -> _Copies | None:
     """Walk copy by copy from the most frequent p-gram of stretch ``[a, e)`` backwards and
     forwards while each copy equals the unit or is within `k` edits of it."""
     ids = t.id_list
     n = t.n
-    r = _modal_start(t, max(0, a - p), e, p)
+    r = _unit_start(t, max(0, a - p), e, p)
+    if r is None:
+        return None
     unit = ids[r : r + p]
     band = min(k, _MAX_INDELS)
     fwd: list[_Piece] = []
@@ -627,7 +767,7 @@ def _parse_copies(t: _Text, a: int, e: int, p: int, k: int, runs: _Runs) -> _Cop
             fwd.append((s, q, None, ()))
             s += q * p
             continue
-        if k == 0:
+        if k == 0 or _partial(t, r, p, s):
             break
         got = _align_copy(unit, ids, s, k, band, forward=True)
         if got is None:
@@ -658,14 +798,32 @@ def _parse_copies(t: _Text, a: int, e: int, p: int, k: int, runs: _Runs) -> _Cop
     tail = 0
     while end + tail < n and tail < p - 1 and ids[end + tail] == unit[tail]:
         tail += 1
-    if end + tail == n - 1 and tail < p and t.sc.kind[n - 1] == KIND_WORD:
-        cut, full = t.token(n - 1).lower(), t.token(r + tail).lower()
-        if len(cut) < len(full) and full.startswith(cut):
-            tail += 1
+    if end + tail == n - 1 and tail < p and _cut_word(t, r + tail):
+        tail += 1
     lead = 0
     while first - lead > 0 and lead < p - 1 and ids[first - lead - 1] == unit[p - 1 - lead]:
         lead += 1
     return _Copies(unit, r, first, end, lead, tail, back[::-1] + fwd)
+
+
+def _partial(t: _Text, r: int, p: int, s: int) -> bool:
+    """Are the tokens from `s` to the end of the text the start of the unit read at token `r`
+    (the last one maybe a word cut off)? Then they are the partial copy that a cut-off generation
+    ends with, not a copy of its own."""
+    ids, n = t.id_list, t.n
+    rest = n - s
+    if not 1 <= rest <= p or ids[s : n - 1] != ids[r : r + rest - 1]:
+        return False
+    return ids[n - 1] == ids[r + rest - 1] or _cut_word(t, r + rest - 1)
+
+
+def _cut_word(t: _Text, j: int) -> bool:
+    """Is the text's last token a word cut off from the start of token `j`?"""
+    n = t.n
+    if t.sc.kind[n - 1] != KIND_WORD:
+        return False
+    cut, full = t.token(n - 1).lower(), t.token(j).lower()
+    return len(cut) < len(full) and full.startswith(cut)
 
 
 def _align_copy(
@@ -689,17 +847,24 @@ def _align_copy(
     j = 0  # first position where the copy differs
     while j < p and j < m and u[j] == x[j]:
         j += 1
-    found: tuple[int, list[int | None], list[int]] | None = None
     # One edit, tried first with plain comparisons (the usual case): a changed token, two
-    # neighbours swapped, a token dropped, a token inserted.
+    # neighbours swapped, a token dropped, a token inserted. When several fit, the one after
+    # which the next copy is exact wins (a dropped last word also reads as a changed one).
+    options: list[tuple[int, list[int | None], list[int]]] = []
     if m >= p and u[j + 1 :] == x[j + 1 : p]:
-        found = (p, list(range(p)), [])
-    elif m >= p and j + 1 < p and u[j] == x[j + 1] and u[j + 1] == x[j] and u[j + 2 :] == x[j + 2 : p]:
-        found = (p, list(range(p)), [])
-    elif m >= p - 1 and u[j + 1 :] == x[j : p - 1]:
-        found = (p - 1, [*range(j), None, *range(j, p - 1)], [])
-    elif m >= p + 1 and u[j:] == x[j + 1 : p + 1]:
-        found = (p + 1, [*range(j), *range(j + 1, p + 1)], [j])
+        options.append((p, list(range(p)), []))
+    if m >= p and j + 1 < p and u[j] == x[j + 1] and u[j + 1] == x[j] and u[j + 2 :] == x[j + 2 : p]:
+        options.append((p, list(range(p)), []))
+    if m >= p - 1 and u[j + 1 :] == x[j : p - 1]:
+        options.append((p - 1, [*range(j), None, *range(j, p - 1)], []))
+    if m >= p + 1 and u[j:] == x[j + 1 : p + 1]:
+        options.append((p + 1, [*range(j), *range(j + 1, p + 1)], [j]))
+    found: tuple[int, list[int | None], list[int]] | None = None
+    if len(options) > 1:
+        nxt = [_next_is_unit(unit, ids, s, o[0], forward) for o in options]
+        found = options[nxt.index(True)] if any(nxt) else options[0]
+    elif options:
+        found = options[0]
     elif k >= 2 and _missing(u, x) <= k:
         found = _align_dp(u, x, k, band)
     if found is None:
@@ -709,6 +874,14 @@ def _align_copy(
         return length, [None if a is None else s + a for a in at], tuple(ins)
     at = [None if a is None else s - 1 - a for a in at][::-1]
     return length, at, tuple(p - i for i in ins)
+
+
+def _next_is_unit(unit: list[int], ids: list[int], s: int, length: int, forward: bool) -> bool:
+    """Is the copy after (before, when not `forward`) a `length`-token copy at `s` the unit?"""
+    p = len(unit)
+    if forward:
+        return ids[s + length : s + length + p] == unit
+    return s - length - p >= 0 and ids[s - length - p : s - length] == unit
 
 
 def _missing(u: list[int], x: list[int]) -> int:
@@ -816,7 +989,10 @@ def _copies_agree(t: _Text, c: _Copies, p: int, rule: _LoopRule) -> bool:
     numbers agree or count (1, 2, 3 ...) in most copies."""
     total = c.n
     unit = c.unit
-    if any(al is not None for _, _, al, _ in c.pieces):  # else every copy is the unit itself
+    exact = sum(count for _, count, al, _ in c.pieces if al is None)
+    if exact < rule.min_consensus * total:
+        return False  # most copies differ from the unit: a list whose items vary, not a loop
+    if exact < total:
         cols: list[Counter] = [Counter() for _ in range(p)]
         inserted: Counter = Counter()
         ids = t.id_list
@@ -833,19 +1009,30 @@ def _copies_agree(t: _Text, c: _Copies, p: int, rule: _LoopRule) -> bool:
             return False
         # A position where three or more different tokens alternate (a list: "Khmer Busra
         # Regular; Khmer Busra Bold; Khmer Busra Italic; ...") needs a strict majority.
-        for col in cols:
+        for i, col in enumerate(cols):
             token, top = col.most_common(1)[0]
-            if token == _GAP or top < rule.min_consensus * total or (len(col) > 2 and 2 * top <= total):
+            if token == _GAP or top < rule.min_consensus * total:
+                return False
+            # Tokens that are not the unit's own (here or one place off, as a swap leaves them):
+            # two or more different ones at one position are a list's slot ("Khmer Busra
+            # Regular; Khmer Busra Bold; Khmer Busra Italic; ..."), unless the unit's token holds
+            # a strict majority.
+            own = {_GAP, *unit[max(0, i - 1) : i + 2]}
+            if sum(1 for tok in col if tok not in own) > 1 and 2 * top <= total:
                 return False
     for i in range(p):
-        if unit[i] == _NUMBER_ID and not _numbers_agree(t, c, i, p, rule.min_consensus):
-            return False
+        if unit[i] == _NUMBER_ID:
+            alone = unit[i - 1] != _NUMBER_ID and unit[(i + 1) % p] != _NUMBER_ID
+            if not _numbers_agree(t, c, i, p, rule.min_consensus, may_count=alone):
+                return False
     return True
 
 
-def _numbers_agree(t: _Text, c: _Copies, i: int, p: int, min_consensus: float) -> bool:
-    """Do the numbers at unit position `i` (first `_NUMBERS_CHECKED` copies) mostly agree, or
-    mostly step by one constant (a counter)? Model numbers of a product list do neither."""
+def _numbers_agree(t: _Text, c: _Copies, i: int, p: int, min_consensus: float, *, may_count: bool) -> bool:
+    """Do the numbers at unit position `i` (first `_NUMBERS_CHECKED` copies) mostly agree, or,
+    for a number standing alone (`may_count`), mostly step by one constant (a counter: "Attempt
+    1 failed", "2. Drink water")? Model numbers of a product list do neither; a number that is
+    part of a longer one (a version "3.10", a date) must agree."""
     where: list[int] = []
     for s, count, al, _ in c.pieces:
         if al is None:
@@ -860,7 +1047,7 @@ def _numbers_agree(t: _Text, c: _Copies, i: int, p: int, min_consensus: float) -
         return True
     if Counter(values).most_common(1)[0][1] >= min_consensus * len(values):
         return True
-    if not all(isinstance(v, int) for v in values):
+    if not may_count or not all(isinstance(v, int) for v in values):
         return False
     steps = Counter(b - a for a, b in zip(values, values[1:]))
     step, count = steps.most_common(1)[0]
@@ -894,9 +1081,9 @@ def repetition_stats(
     min_repeats: int = MIN_REPEATS,
     min_short_repeats: int = MIN_SHORT_REPEATS,
     short_unit_tokens: int = SHORT_UNIT_TOKENS,
+    min_single_repeats: int = MIN_SINGLE_REPEATS,
     min_unit_tokens: int = MIN_UNIT_TOKENS,
     max_unit_tokens: int = MAX_UNIT_TOKENS,
-    min_loop_tokens: int = MIN_LOOP_TOKENS,
     min_coverage: float = MIN_COVERAGE,
     min_tail_share: float = MIN_TAIL_SHARE,
     max_variation: float = MAX_VARIATION,
@@ -918,8 +1105,8 @@ def repetition_stats(
     texts = check_texts(texts)
     names = _check_ids(ids, len(texts))
     rule = _loop_rule(
-        min_repeats, min_short_repeats, short_unit_tokens, min_unit_tokens, max_unit_tokens,
-        min_loop_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
+        min_repeats, min_short_repeats, short_unit_tokens, min_single_repeats, min_unit_tokens,
+        max_unit_tokens, min_coverage, min_tail_share, max_variation, min_consensus,
     )
     opening_tokens = _check_int("opening_tokens", opening_tokens, 1)
     top_openings = _check_int("top_openings", top_openings, 1)
