@@ -3,47 +3,66 @@ and the most common openings.
 
 Loop rule (`detect_loop`)
 -------------------------
-A sample is *looped* when a stretch of it is one unit repeated back to back: a word n-gram, a
-clause or a sentence, said again and again, as degenerate generation does. On the token sequence
-of the sample (`sampleaudit.metrics.text`: words for spaced scripts, characters for Chinese,
-Japanese, Korean; punctuation ignored; every number counts as the same token), a loop is a
-stretch where
+A sample is *looped* when it ends in one unit repeated back to back: a word n-gram, a clause, a
+line or a sentence, said again and again, as degenerate generation does. What makes a loop is how
+many copies follow one another and how much of the text's tail they cover, not a fixed length.
+On the token sequence of the sample (`sampleaudit.metrics.text`: words for spaced scripts,
+characters for Chinese, Japanese, Korean; punctuation ignored; every number the same token), a
+loop is a run of consecutive copies of a unit of ``p`` tokens where
 
-1. the tokens repeat with a period of ``p`` tokens, ``min_unit_tokens <= p <= max_unit_tokens``
-   (defaults 1 and 256); the smallest such period is the unit (``ha ho ha ho`` has unit
-   ``ha ho``), and the loop's start is moved to a clause start inside the first copy, so the
-   unit reads "I like it." rather than "it. I like";
-2. it holds at least ``min_repeats`` (default 3) whole copies of the unit; the stretch may end
-   inside one more copy, as a generation cut off at its token limit does;
-3. it spans at least ``min_loop_tokens`` (default 16) tokens, so emphasis ("very very", "no, no,
-   no") and short chants ("ha ha ha") are not loops;
-4. it covers at least ``min_coverage`` (default 0.2) of the sample's characters, measured from
-   its first to its last token, so a refrain inside a long text is not a loop;
-5. copies may differ a little (a changed word or number): in any window of ``p`` consecutive
-   tokens at most ``floor(max_variation * p)`` (default ``max_variation`` 0.2, so one token in a
-   5-token unit, none in a shorter one) differ from the token ``p`` places on; and at every
-   position of the unit one token must fill at least ``min_consensus`` (default 0.5) of the
-   copies. That second test is what tells a loop from a parallel list: "Install the numpy
-   package. Install the scipy package. Install the pandas package." varies in the same slot in
-   every item, so no token holds half of that slot, and it is not a loop. A copy with a token
-   inserted or dropped shifts the copies after it; stretches split by such a shift (a break of
-   at most ``p + floor(max_variation * p) + 2`` tokens, the unit the same up to rotation) are
-   joined into one loop;
+1. ``min_unit_tokens <= p <= max_unit_tokens`` (defaults 1 and 256); the smallest period is the
+   unit (``ha ho ha ho`` has unit ``ha ho``), read from a clause start where one falls inside the
+   first copy, so the unit reads "I like it." rather than "it. I like";
+2. there are enough whole copies: ``min_repeats`` (3) for a unit of more than
+   ``short_unit_tokens`` (5) tokens, ``min_short_repeats`` (4) for a unit of 2 to 5 tokens ("Why
+   not? Why not? Why not? Why not?", an attribution line "-- The Editors" on four lines),
+   ``min_single_repeats`` (16) for a single token ("the the the ..."), so a phrase said twice,
+   emphasis ("very very", "no, no, no", "The temple of the LORD, The temple of the LORD, The
+   temple of the LORD") and laughter ("哈哈哈哈哈哈") are not loops. The run may end inside one
+   more copy, even inside a word, as a generation cut off at its token limit does;
+3. it covers the tail: at least ``min_coverage`` (0.1) of the sample's characters and at least
+   ``min_tail_share`` (0.6) of the characters from its start to the end of the sample (measured
+   from token to token), so copies inside a text that goes on (a line sung four times in the
+   middle of a song, a chant in a long document) are not a loop;
+4. each copy is the unit or within ``max(1, floor(max_variation * p))`` token edits of it
+   (``max_variation`` 0.2; units of one or two tokens must repeat exactly): a token changed,
+   dropped or inserted (two at most), or two neighbours swapped, one edit each
+   (Damerau-Levenshtein distance, optimal-string-alignment form); a trailing partial copy counts
+   as that, not as an edited copy;
+5. the copies agree: at least ``min_consensus`` (0.5) of them are the unit exactly (so copies
+   that drop a word or swap two in every second copy pass, a list whose items all differ does
+   not: "Install numpy. Install scipy. Install pandas."); at every position of the unit one token
+   fills at least ``min_consensus`` of the copies, and a strict majority where two or more other
+   tokens not of the unit stand there ("Khmer Busra Regular; Khmer Busra Bold; Khmer Busra
+   Italic; Khmer Busra Bold Italic", a list of product names); at no position is a token
+   inserted in more than ``1 - min_consensus`` of the copies; a number of the unit has one value
+   in most copies or, standing alone, counts up by one constant step ("Attempt 1 failed. Attempt
+   2 failed. ...", "1. Drink water. 2. Drink water. ..."), while model numbers (IC-7300, IC-7610)
+   and versions (Python 3.9, 3.10, 3.11) vary like the slot of a list;
 6. at least half of the unit's tokens are words or CJK characters that are not numbers, so
    counting ("1, 2, 3, ..."), tables of figures ("| item 3 | 21 |"), separator lines ("=====")
    and emoji runs are not loops.
 
-A refrain sung twice fails rule 2, a repeated word for emphasis rule 3, anaphora ("we shall fight
-on the beaches, we shall fight on the landing grounds, ...") rules 5 and 2.
+A refrain that recurs with text between the copies (Psalm 136's "for his mercy endureth for
+ever") has no two copies in a row; anaphora ("we will build schools, we will build roads, ...")
+and numbered steps vary in every item (rule 5); code and tables with regular structure vary in
+their names and cells (rule 5) or are mostly figures (rule 6).
 
-How: the distance from every token trigram to its previous occurrence is counted (one sort, so
+How: the distance from every token trigram to its previous occurrence is counted (one sort,
 O(n log n)), per block of text; a distance shared by many trigrams in one block is a candidate
-period; at most eight candidates are checked, each with one vectorised comparison of the token
-sequence against itself shifted by the period (O(n)). No step compares every pair of positions,
-so time grows near-linearly with the text (benchmarks/bench_repetition.py measures it). When a
-text has several loops, the longest is reported.
-Limitations: a unit longer than `max_unit_tokens` tokens, a unit of punctuation only, and a
-repeat inside one long token ("hahahahaha...") are not detected.
+period (at most eight, the strongest first, plus the halves of the three strongest: copies that
+alternate between two forms recur at twice the period). For each candidate the trigram
+recurrences at distances p - 1 .. p + 1 and 2p - 1 .. 2p + 1 are grouped into regions; in each
+region the copies are walked one by one from the most frequent p-gram, forwards and backwards,
+exact runs of copies in one step and an edited copy with one slice comparison per kind of edit
+(a banded edit-distance table only for two edits or more). A short loop whose copies are all
+edited leaves few trigram recurrences; when nothing else is found, the bigrams of the last 128
+tokens give two more candidate periods (3 to 16). No step compares every pair of positions, so
+time grows near-linearly with the text (benchmarks/bench_repetition.py measures it). When a text
+has several loops, the longest is reported (the shortest unit among those within 10% of it).
+Limitations: a unit longer than `max_unit_tokens` tokens, a unit of punctuation only, a repeat
+inside one long token ("hahahahaha..."), and a short loop (fewer than 4 copies of its unit in a
+row) whose copies are edited differently each time, are not detected.
 
 Whole-sample scores (distributions over samples)
 ------------------------------------------------
@@ -443,7 +462,7 @@ def _find_loop(text: str, sc: _Scan, rule: _LoopRule) -> Loop | None:
     found: list[Loop] = []
     seen: set[int] = set()
     for p in tries:
-        if p in seen or any(p % lp.unit_tokens in (0, 1, lp.unit_tokens - 1) for lp in found):
+        if p in seen or any(_same_loop(p, lp) for lp in found):
             continue
         seen.add(p)
         if sum(counts[p - 1 : p + 2]) < 2:
@@ -469,6 +488,16 @@ def _find_loop(text: str, sc: _Scan, rule: _LoopRule) -> Loop | None:
     return min(
         (lp for lp in found if lp.end_char - lp.start_char >= 0.9 * longest), key=lambda lp: lp.unit_tokens
     )
+
+
+def _same_loop(p: int, loop: Loop) -> bool:
+    """Would period `p` find `loop` again? A multiple of its unit, or one token off a multiple
+    (then every copy reads as edited), does; so does a neighbour of a long loop's unit (cheaper
+    not to walk it copy by copy again)."""
+    q = loop.unit_tokens
+    if p % q == 0 or (p >= 2 * q - 1 and p % q in (1, q - 1)):
+        return True
+    return abs(p - q) == 1 and loop.n_repeats >= 8
 
 
 def _edited_candidates(h: np.ndarray, rule: _LoopRule) -> list[int]:
@@ -691,7 +720,8 @@ _Piece = tuple[int, int, "list[int | None] | None", tuple[int, ...]]
 class _Copies:
     """The copies of a unit found around a stretch: ``unit`` (token ids), the token index of the
     first whole copy, the end of the last whole copy, the partial copies before and after them
-    (``lead`` tokens before `first`, ``tail`` tokens after `end`), and the copies themselves as
+    (``lead`` tokens before `first`, ``tail`` tokens after `end`, the last of them a word cut off
+    when `cut`), and the copies themselves as
     pieces: ``(start, count, None, ())`` for `count` exact copies in a row, ``(start, length,
     aligned, inserted)`` for one copy within the allowed edits, `aligned` giving per unit position
     the token index in the text (None where the copy dropped it), `inserted` the unit positions
@@ -703,6 +733,7 @@ class _Copies:
     end: int
     lead: int
     tail: int
+    cut: bool
     pieces: list[_Piece]
 
     @property
@@ -798,12 +829,12 @@ def _parse_copies(t: _Text, a: int, e: int, p: int, k: int, runs: _Runs) -> _Cop
     tail = 0
     while end + tail < n and tail < p - 1 and ids[end + tail] == unit[tail]:
         tail += 1
-    if end + tail == n - 1 and tail < p and _cut_word(t, r + tail):
-        tail += 1
+    cut = end + tail == n - 1 and tail < p and _cut_word(t, r + tail)
+    tail += cut
     lead = 0
     while first - lead > 0 and lead < p - 1 and ids[first - lead - 1] == unit[p - 1 - lead]:
         lead += 1
-    return _Copies(unit, r, first, end, lead, tail, back[::-1] + fwd)
+    return _Copies(unit, r, first, end, lead, tail, cut, back[::-1] + fwd)
 
 
 def _partial(t: _Text, r: int, p: int, s: int) -> bool:
@@ -956,9 +987,9 @@ def _judge(t: _Text, c: _Copies, p: int, rule: _LoopRule) -> Loop | None:
     q = next((i for i in range(start, min(c.first + p, c.end)) if t.clause_start(i)), start)
     # Whole copies counted from q (a rotation of the unit when q is not at a copy boundary).
     if q <= c.first:
-        n_rot = n_copies + (c.first - q + c.tail) // p
+        n_rot = n_copies + (c.first - q + c.tail - c.cut) // p
     else:
-        n_rot = n_copies - 1 + (p - (q - c.first) + c.tail) // p
+        n_rot = n_copies - 1 + (p - (q - c.first) + c.tail - c.cut) // p
     if n_rot < needed:
         if n_copies < needed:
             return None
@@ -1060,15 +1091,19 @@ def _number_value(token: str) -> int | str:
 
 def _unit_text(t: _Text, c: _Copies, q: int, p: int) -> str:
     """The unit as written: the first copy from `q` on that equals the unit read from `q` (a
-    rotation of the most frequent copy), else the p tokens from `q`."""
+    rotation of the most frequent copy), else the p tokens from `q`; from its first token to its
+    last and the punctuation right after it, up to a space or line break."""
     ids = t.id_list
     shift = (q - c.first) % p
     want = c.unit[shift:] + c.unit[:shift]
     stop = c.end + c.tail
     at = next((j for j in range(q, min(stop, q + _NUMBERS_CHECKED * p) - p + 1) if ids[j : j + p] == want), q)
     sc = t.sc
-    end = int(sc.starts[at + p]) if at + p < t.n else int(sc.ends[t.n - 1])
-    return t.text[int(sc.starts[at]) : end].strip()
+    end = int(sc.ends[at + p - 1])
+    limit = int(sc.starts[at + p]) if at + p < t.n else len(t.text)
+    while end < limit and not t.text[end].isspace():
+        end += 1  # the punctuation that closes the copy ("again.", "not?", "呢？")
+    return t.text[int(sc.starts[at]) : end]
 
 
 # --- the whole set ---------------------------------------------------------------------------
