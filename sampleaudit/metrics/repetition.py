@@ -465,14 +465,16 @@ def _find_loop(text: str, sc: _Scan, rule: _LoopRule) -> Loop | None:
         if p in seen or any(_same_loop(p, lp) for lp in found):
             continue
         seen.add(p)
-        if sum(counts[p - 1 : p + 2]) < 2:
-            continue  # a half of a candidate without recurrences near it
+        near = sum(counts[p - 1 : p + 2])
+        if near < 2 or near + sum(counts[2 * p - 1 : 2 * p + 2]) < _region_need(p, rule):
+            continue  # too few recurrences near p for any region to hold a loop
         if rec is None:
             rec = _Recurrences(pos, dist)
         loop = _loop_at_period(t, p, rule, rec.regions(p, rule, n))
         if loop is not None:
             found.append(loop)
-    if not found:  # a short loop whose copies are edited leaves few trigram recurrences
+    if not found and _tail_repeats(t.id_list):
+        # A short loop whose copies are edited leaves few trigram recurrences.
         window = max(0, n - _EDITED_WINDOW)
         for p in _edited_candidates(h, rule):
             if p not in seen:
@@ -500,12 +502,22 @@ def _same_loop(p: int, loop: Loop) -> bool:
     return abs(p - q) == 1 and loop.n_repeats >= 8
 
 
+def _tail_repeats(ids: list[int]) -> bool:
+    """Does a bigram among the text's last `_EDITED_END` tokens occur in the
+    2 * `_MAX_EDITED_PERIOD` + 2 tokens before them? (Else no short loop ends there.)"""
+    n = len(ids)
+    lo = max(0, n - _EDITED_END - 2 * _MAX_EDITED_PERIOD - 2)
+    before = set(zip(ids[lo : n - _EDITED_END], ids[lo + 1 : n - _EDITED_END + 1]))
+    return any(pair in before for pair in zip(ids[n - _EDITED_END :], ids[n - _EDITED_END + 1 :]))
+
+
 def _edited_candidates(h: np.ndarray, rule: _LoopRule) -> list[int]:
     """Short periods whose copies are edited (a token dropped or two swapped in every second copy)
     leave few trigram recurrences. Such a loop of a few copies must sit at the end of the text
     (rule 4), so the bigrams of the last `_EDITED_WINDOW` tokens are counted instead: a p-token
     unit recurs at distances p - 1 .. p + 1 and, copy to copy but one, 2p - 1 .. 2p + 1. The two
-    periods from 3 to `_MAX_EDITED_PERIOD` with the most such recurrences (at least 4)."""
+    periods from 3 to `_MAX_EDITED_PERIOD` with the most such recurrences (at least 4, and half
+    of those of the fewest copies)."""
     tail = h[-_EDITED_WINDOW:]
     lo = max(3, rule.min_unit_tokens)
     top = min(_MAX_EDITED_PERIOD, rule.max_unit_tokens, (tail.size - 2) // 2)

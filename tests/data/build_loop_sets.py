@@ -2,20 +2,38 @@
 
 Run from the repository root:  python tests/data/build_loop_sets.py  [--check]
 
-Each line is {"id", "text", "looped", "kind"}, and "unit" (the repeated unit as generated) for
-positives. Positives ("looped": true) are texts that
-degenerate into repeating a unit: word n-grams, clauses, sentences and two-sentence units, with
-3 to 40 repeats, some cut off mid-repeat (as a generation stopped at its token limit is), some
-with small variations between copies (a changed word or number), some followed by more text.
-Negatives are clean prose and hard cases of legitimate repetition: a refrain sung twice, a
-sentence said twice, parallel list items, emphasis ("very very"), anaphora, counting, a chant
-inside a long text. Every positive's loop spans at least 20 tokens and a third of the text; the
-rule it is checked against is documented in sampleaudit/metrics/repetition.py.
+Each line is {"id", "text", "looped", "kind"}, "unit" (the repeated unit as generated) for
+positives, and "source" for the rows made of real text. Two parts per language:
 
-The prose is written for this file, except the English clean texts, which are docstrings of
-Python standard-library modules (inspect.getdoc). Those vary a little between Python versions,
-so the output is deterministic for a given Python minor version (3.11 built the committed
-files); `--check` says whether a rebuild would change them.
+1. Composed rows (ids en-0000..en-0423, zh-0000..zh-0170, no "source"). Positives are texts that
+   degenerate into repeating a unit: word n-grams, clauses, sentences and two-sentence units, with
+   3 to 40 repeats, some cut off mid-repeat, some with small variations between copies (a changed
+   word or number, a word inserted or dropped), some followed by more text. Negatives are clean
+   prose and hard cases of legitimate repetition: a refrain sung twice, a sentence said twice,
+   parallel list items, emphasis ("very very"), anaphora, counting, a chant inside a long text.
+   Every positive's loop spans at least 20 tokens and a third of the text. The prose is written
+   for this file, except the English clean texts, which are docstrings of Python standard-library
+   modules (inspect.getdoc).
+2. Rows of real text nobody wrote for this project (`build_en_real`, `build_zh_real`; sources,
+   licences and pins in loop_sources.py). The loops are added by hand, in the shapes the first
+   version of the detector missed: the last 2-5 words (characters) of a short text repeated 4-6
+   times ("... and then we went and then we went ..."), a short sentence of the text said 4-6 times
+   at its end, an attribution line on 4-6 lines, a unit whose every second copy drops a word or
+   swaps two neighbours, 4-6 copies and a cut-off partial copy; Chinese shoppers' reviews that
+   already end in such a loop (padding) are positives as found. The negatives are real text as
+   found: short jokes, verses and reviews; refrains that recur with text between the copies
+   (Psalms 107 and 136, People's Daily paragraphs repeating a slogan), a phrase said twice,
+   emphasis ("Holy, holy, holy", "The temple of the LORD" three times, "非常非常"), parallel lists
+   (Ecclesiastes 3, the Beatitudes, the Zen of Python, numbered lists in the news), regular
+   structure (genealogies, offerings), product lists (font names, Python-version classifiers: the
+   shape of the demo baseline's false positive), code (token.py, opcode.py, ...), reST and
+   markdown tables, numbered steps (the Vim tutor), and songs whose refrain (a line of a Tang
+   poem) comes back between verses.
+
+The rule the sets are checked against is documented in sampleaudit/metrics/repetition.py.
+Standard-library texts vary a little between Python versions, so the output is deterministic for
+a given Python minor version (3.11 built the committed files; the builder refuses another) and
+the pinned sources; `--check` says whether a rebuild would change the files.
 """
 
 from __future__ import annotations
