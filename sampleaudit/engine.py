@@ -103,10 +103,9 @@ def similarity_section(samples: SampleSet, emb: np.ndarray, cal: ThresholdCalibr
 
 def repetition_section(samples: SampleSet, config: Config) -> RepetitionSection:
     """Loops, openings and whole-sample repetition, with a bootstrap interval for loop_share."""
-    r = config.repetition
-    rep = repetition_stats(samples.texts, samples.ids, min_repeats=r.min_repeats, min_loop_tokens=r.min_loop_tokens,
-                           min_coverage=r.min_coverage, max_variation=r.max_variation,
-                           opening_tokens=r.opening_tokens)
+    lexical_only = ("self_bleu_sample", "ead_vocab_size")  # repetition.* options of lexical_section
+    rule = {k: v for k, v in config.repetition.model_dump().items() if k not in lexical_only}
+    rep = repetition_stats(samples.texts, samples.ids, **rule)
     interval = None
     if rep.loop_share is not None:
         looped = set(rep.loop_ids)

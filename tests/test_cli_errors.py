@@ -90,35 +90,54 @@ def test_out_under_a_file(tmp_path, good, capsys, no_model):
 def test_out_read_only(tmp_path, good, capsys, no_model, monkeypatch):
     out = tmp_path / "ro"
     out.mkdir()
-    real_open = os.open
+    real = os.statvfs
 
-    def read_only(path, flags, *a, **k):
-        if str(path).startswith(str(out)) and flags & os.O_CREAT:
-            raise OSError(errno.EROFS, "Read-only file system", str(path))
-        return real_open(path, flags, *a, **k)
+    class ReadOnly:
+        def __init__(self, st):
+            self.f_flag = st.f_flag | os.ST_RDONLY
 
-    monkeypatch.setattr(os, "open", read_only)
+    monkeypatch.setattr(os, "statvfs", lambda p: ReadOnly(real(p)) if Path(p) == out else real(p))
     assert "Read-only file system" in run(["audit", good, "--out", out, "-q"], capsys)
     assert nothing_in(out)
 
 
-@pytest.mark.skipif(os.name != "posix", reason="POSIX permissions")
-def test_out_unwritable_for_real(tmp_path, good):
-    """A folder the user may not write to, checked as an unprivileged user (tests run as root here)."""
-    out = tmp_path / "locked"
-    out.mkdir(mode=0o555)
-    for p in (tmp_path, good):
-        p.chmod(p.stat().st_mode | 0o755 if p.is_dir() else 0o644)
+def _as_nobody(args, err_path):
+    """In a forked child: drop to an unprivileged user and run the CLI (its stderr to a file)."""
     if os.geteuid() == 0:
-        preexec = lambda: (os.setgid(65534), os.setuid(65534))  # noqa: E731
-    else:
-        preexec = None
-    env = {**os.environ, "SAMPLEAUDIT_CACHE_DIR": str(tmp_path / "cache-nobody"), "HOME": str(tmp_path)}
-    proc = subprocess.run([sys.executable, "-m", "sampleaudit", "audit", str(good), "--out", str(out), "-q",
-                           "--no-cache"], capture_output=True, text=True, env=env, preexec_fn=preexec, timeout=120)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("\n") == 1 and "Permission denied" in proc.stderr
-    assert nothing_in(out)
+        os.setgid(65534)
+        os.setuid(65534)
+    with open(err_path, "w") as err:
+        sys.stderr = err
+        code = main(args)
+    os._exit(code)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_out_unwritable_for_real(good):
+    """A folder the user may not write to, checked as an unprivileged user (tests run as root here)."""
+    import multiprocessing
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="sampleaudit-nobody-"))
+    try:
+        top.chmod(0o777)
+        out = top / "locked"
+        out.mkdir(mode=0o555)
+        sample = top / "good.jsonl"
+        shutil.copy(good, sample)
+        sample.chmod(0o644)
+        err = top / "stderr.txt"
+        child = multiprocessing.get_context("fork").Process(
+            target=_as_nobody, args=(["audit", str(sample), "--out", str(out), "-q", "--no-cache"], err))
+        child.start()
+        child.join(120)
+        assert child.exitcode == 2, err.read_text()
+        lines = err.read_text().splitlines()
+        assert len(lines) == 1 and "Permission denied" in lines[0] and str(out) in lines[0]
+        assert nothing_in(out)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_two_runs_into_one_folder(tmp_path, good, capsys, no_model):
