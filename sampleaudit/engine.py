@@ -37,7 +37,7 @@ from .metrics.prompts import prompt_diversity
 from .metrics.repetition import repetition_stats
 from .metrics.similarity import most_similar_pairs, similarity_distribution
 from .metrics.vendi import vendi_score
-from .reference import MapProjection, Reference
+from .reference import MapProjection, Reference, check_distinct_names, input_warnings
 from .results import (
     SCHEMA_VERSION,
     AuditResult,
@@ -164,14 +164,7 @@ def _embedder_id(embedder: EmbedderInfo | str | None) -> str | None:
 
 
 def _checkpoint_warnings(s: SampleSet, reference: Reference | None, scripts, model_id: str) -> list[str]:
-    out = []
-    if s.n_skipped:
-        lines = ", ".join(map(str, s.skipped_lines[:10])) + (", ..." if s.n_skipped > 10 else "")
-        out.append(f"{s.name}: {s.n_skipped} invalid line(s) skipped (lines {lines})")
-    if s.n_empty:
-        out.append(f"{s.name}: {s.n_empty} empty sample(s) (kept; they embed alike and raise similarity)")
-    if s.n_truncated:
-        out.append(f"{s.name}: {s.n_truncated} sample(s) longer than input.max_chars were cut for analysis")
+    out = input_warnings(s)
     if reference is not None and len(s) > len(reference.samples):
         out.append(f"{s.name}: {len(s)} samples but the baseline has only {len(reference.samples)}; the calibrated "
                    "threshold comes from fewer texts and is stricter than it should be (nearest-neighbour "
@@ -276,10 +269,7 @@ def assemble(
     checkpoints = list(checkpoints)
     if not checkpoints:
         raise InputError("assemble needs at least one checkpoint result")
-    names = [c.name for c in checkpoints]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise InputError(f"two checkpoints are named {dupes[0]!r}; give each a distinct --name")
+    check_distinct_names(c.name for c in checkpoints)
     config = config if config is not None else Config()
     config_data = config.model_dump() if isinstance(config, Config) else dict(config)
     origins = settings if settings is not None else (config.origins if isinstance(config, Config) else {})

@@ -15,7 +15,7 @@ from .config import Config
 from .embed import Embedder, EmbeddingCache, embed_texts, load_embedder
 from .engine import assemble, audit_checkpoint
 from .errors import InputError
-from .reference import fit_map, fit_reference
+from .reference import check_distinct_names, fit_map, fit_reference
 from .results import AuditResult, EmbedderInfo
 from .samples import SampleSet, load_samples
 
@@ -77,9 +77,7 @@ def audit(
     if not sets:
         raise InputError("give at least one checkpoint file to audit")
     names = [s.name for s in sets]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise InputError(f"two checkpoints are named {dupes[0]!r}; give each a distinct --name")
+    check_distinct_names(names)  # before anything is embedded
     small = [s for s in sets if len(s) < 2]
     if small:
         raise InputError(f"{small[0].name} has {len(small[0])} sample; an audit needs at least 2",

@@ -271,8 +271,8 @@ def _check_not_degenerate(samples: SampleSet) -> None:
             f"least {MIN_DISTINCT_TEXTS} distinct texts)", path=samples.path)
 
 
-def _baseline_warnings(samples: SampleSet, clusters: BaselineClusters | None) -> list[str]:
-    s = samples
+def input_warnings(s: SampleSet) -> list[str]:
+    """What reading a set left out or changed: skipped lines, empty samples, texts cut."""
     out = []
     if s.n_skipped:
         lines = ", ".join(map(str, s.skipped_lines[:10])) + (", ..." if s.n_skipped > 10 else "")
@@ -280,7 +280,21 @@ def _baseline_warnings(samples: SampleSet, clusters: BaselineClusters | None) ->
     if s.n_empty:
         out.append(f"{s.name}: {s.n_empty} empty sample(s) (kept; they embed alike and raise similarity)")
     if s.n_truncated:
-        out.append(f"{s.name}: {s.n_truncated} text(s) longer than input.max_chars were cut for analysis")
+        out.append(f"{s.name}: {s.n_truncated} sample(s) longer than input.max_chars were cut for analysis")
+    return out
+
+
+def check_distinct_names(names) -> None:
+    """InputError when two checkpoints share a name (their results could not be told apart)."""
+    names = list(names)
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(f"two checkpoints are named {dupes[0]!r}; give each a distinct --name")
+
+
+def _baseline_warnings(samples: SampleSet, clusters: BaselineClusters | None) -> list[str]:
+    s = samples
+    out = input_warnings(s)
     twinned = sum(c for c in Counter(t for t in s.texts if t).values() if c > 1) / len(s)
     if twinned > BASELINE_DUPLICATE_WARN:
         out.append(f"{s.name}: {twinned:.0%} of the baseline's texts have an exact duplicate in it; "
