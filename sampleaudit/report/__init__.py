@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ..errors import InputError
@@ -22,7 +22,8 @@ def default_formats(*, json: bool = True) -> tuple[str, ...]:
     return formats if json else tuple(f for f in formats if f != "json")
 
 
-def render(result: AuditResult, out_dir: str | Path, *, formats: Iterable[str] | None = None) -> list[Path]:
+def render(result: AuditResult, out_dir: str | Path, *, formats: Iterable[str] | None = None,
+           warn: Callable[[str], None] | None = None) -> list[Path]:
     """Write the chosen formats (default: `default_formats()`) into `out_dir`.
 
     Every file is built in memory first, so a failure writes nothing; each is then written to a
@@ -53,5 +54,5 @@ def render(result: AuditResult, out_dir: str | Path, *, formats: Iterable[str] |
     if "pdf" in formats:
         from .pdf import render_pdf
 
-        outputs["pdf"] = render_pdf(result, html=html)
+        outputs["pdf"] = render_pdf(result, html=html, warn=warn)
     return [write_atomic(Path(out_dir) / FILE_NAMES[f], outputs[f]) for f in formats]
