@@ -112,6 +112,17 @@ def _covered(paths: tuple[Path, ...]) -> frozenset[int]:
     return frozenset(LAYOUT_CHARS).union(*(charmap(p) for p in paths))
 
 
+@functools.cache
+def emoji_presentation() -> frozenset[int]:
+    """Code points a text engine draws as emoji whatever the font stack says (Unicode's
+    Emoji_Presentation, the emoji variation selector U+FE0F and the keycap mark U+20E3): Pango
+    looks for an emoji font for them, so a PDF must not leave them to its own fonts."""
+    import regex  # the `regex` package knows Unicode's emoji properties; `re` does not
+
+    every = "".join(map(chr, range(0x2000, 0x20000)))  # all emoji lie in this span
+    return frozenset(map(ord, regex.findall(r"\p{Emoji_Presentation}", every))) | {0xFE0F, 0x20E3}
+
+
 def _is_cjk_font(path: Path) -> bool:
     try:
         cmap = charmap(path)

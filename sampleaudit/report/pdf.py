@@ -168,19 +168,27 @@ def render_pdf(result: AuditResult, *, html: str | None = None,
     `warn` receives one line when some characters are shown as escapes because no font the PDF
     uses draws them (e.g. CJK text on a machine without a CJK font).
     """
-    weasyprint = _weasyprint()
-    if weasyprint is None:
+    if _weasyprint() is None:
         raise InputError(INSTALL_HINT)
     if html is None:
         from .html import render_html
 
         html = render_html(result)
+    return layout(html, warn=warn).write_pdf()
+
+
+def layout(html: str, *, warn: Callable[[str], None] | None = None):
+    """The report's HTML laid out in pages by WeasyPrint with the PDF's fonts (a weasyprint Document;
+    `write_pdf()` gives the bytes). `warn` as in `render_pdf`."""
+    weasyprint = _weasyprint()
+    if weasyprint is None:
+        raise InputError(INSTALL_HINT)
     try:
         sans, mono = fonts.dejavu_faces("sans"), fonts.dejavu_faces("mono")
     except FileNotFoundError as exc:
         raise InputError(str(exc)) from None
     cjk = fonts.find_cjk_font()
-    cover = fonts.covered([f.path for f in sans] + ([cjk] if cjk else []))
+    cover = fonts.covered([f.path for f in sans] + ([cjk] if cjk else [])) - fonts.emoji_presentation()
     html, escaped = escape_for_fonts(html, cover)
     message = font_warning(escaped, cjk_font=cjk is not None)
     if message:
@@ -189,8 +197,5 @@ def render_pdf(result: AuditResult, *, html: str | None = None,
             warn(message)
     html = _with_style(html, _font_css(sans, mono, cjk))
     files = [f.path for f in (*sans, *mono)] + ([cjk] if cjk else [])
-    from weasyprint.text.fonts import FontConfiguration
-
-    font_config = FontConfiguration()
-    document = weasyprint.HTML(string=html, url_fetcher=_fetcher(weasyprint, files))
-    return document.write_pdf(font_config=font_config)
+    # WeasyPrint registers the @font-face files in a font configuration of this document only.
+    return weasyprint.HTML(string=html, url_fetcher=_fetcher(weasyprint, files)).render()
