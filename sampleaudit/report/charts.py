@@ -222,24 +222,27 @@ def cluster_bars(
     clusters: Sequence[str], series: Sequence[tuple[str, Sequence[float], str]], *, title: str,
     width: float = _WIDTH,
 ) -> str:
-    """Grouped bars of each cluster's share: one bar per set (label, shares, colour), baseline first."""
+    """Grouped horizontal bars of each cluster's share, one bar per set (label, shares, colour),
+    baseline first; clusters top to bottom, each labelled on the left (labels can be long terms)."""
     with matplotlib.rc_context(_style()):
         n_sets = max(len(series), 1)
-        fig = Figure(figsize=(width, 2.9))
+        per_cluster = min(0.34, max(0.18, 0.07 * n_sets))
+        fig = Figure(figsize=(width, 0.9 + per_cluster * max(len(clusters), 1)))
         ax = fig.subplots()
         step = 0.84 / n_sets
+        ys = list(range(len(clusters)))[::-1]  # the largest cluster on top
         for k, (name, shares, colour) in enumerate(series):
-            xs = [i - 0.42 + step * (k + 0.5) for i in range(len(clusters))]
-            ax.bar(xs, shares, width=step, color=colour, label=label(name), hatch=HATCHES[k % len(HATCHES)],
-                   edgecolor="white" if k == 0 else "black", linewidth=0.2)
-        ax.set_xticks(range(len(clusters)))
-        ax.set_xticklabels([_plain(c) for c in clusters], fontsize=7 if len(clusters) <= 24 else 5.5, rotation=0)
-        ax.set_xlim(-0.6, len(clusters) - 0.4)
+            offsets = [y + 0.42 - step * (k + 0.5) for y in ys]
+            ax.barh(offsets, shares, height=step, color=colour, label=label(name), hatch=HATCHES[k % len(HATCHES)],
+                    edgecolor="white" if k == 0 else "black", linewidth=0.2)
+        ax.set_yticks(ys)
+        ax.set_yticklabels([label(c, 44) for c in clusters], fontsize=7 if len(clusters) <= 24 else 5.5)
+        ax.set_ylim(-0.6, len(clusters) - 0.4)
         ax.set_title(_plain(title), loc="left")
-        ax.set_xlabel("baseline cluster (largest first)")
-        ax.set_ylabel("share of the set")
-        ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
-        # Outside the axes: a tall bar never hides behind it.
+        ax.set_ylabel("baseline cluster (largest first)")
+        ax.set_xlabel("share of the set")
+        ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+        # Outside the axes: a long bar never hides behind it.
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), handlelength=1.4)
         return _svg(fig)
 
