@@ -108,7 +108,7 @@ def analyse(baseline, sample, base_texts, prompts) -> tuple[dict[str, float], di
     sim, nn = timed("similarity_distribution", similarity_distribution, sample, threshold=cal.threshold)
     dup = timed("near_duplicates (nearest= shortcut)", near_duplicates, sample, nearest=nn)
     ven = timed("vendi + baseline vendi", vendi, sample, baseline=baseline, seed=0)
-    clusters = timed("fit_baseline_clusters", fit_baseline_clusters, baseline, texts=base_texts, seed=0)
+    clusters = timed("fit_baseline_clusters", fit_baseline_clusters, baseline, ids=[str(i) for i in range(len(base_texts))], seed=0)
     cov = timed("coverage", coverage, clusters, sample)
     sc = timed("sample_clusters", sample_clusters, clusters, sample, seed=0)
     pd = timed("prompt_diversity", prompt_diversity, sample, prompts)
@@ -142,7 +142,7 @@ def whole_audit(base_texts, base_emb, ckpt_texts, ckpt_emb, prompts) -> float:
     ck = SampleSet.from_texts(ckpt_texts, name="ckpt", ids=[str(i) for i in range(len(ckpt_texts))], prompts=prompts)
     base = SampleSet.from_texts(base_texts, name="baseline", ids=[str(i) for i in range(len(base_texts))])
     t0 = time.perf_counter()
-    audit([ck], baseline=base, embeddings={"ckpt": ckpt_emb, "baseline": base_emb})
+    audit([ck], baseline=base, embeddings={"ckpt": ckpt_emb, "baseline": base_emb}, embedder_id="benchmark")
     return time.perf_counter() - t0
 
 
