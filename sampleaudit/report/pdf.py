@@ -4,7 +4,8 @@ Print rules live in the report's stylesheet (@page with page numbers, a title pa
 or chart split across pages). The PDF draws its text with font files it names itself (DejaVu from
 matplotlib's data, a CJK font when the machine has one; see fonts.py), declared in a stylesheet
 added for the PDF only, so report.html stays self-contained. Every character those fonts cannot
-draw is written as an escape such as \\u4e00, with a note on the first page and one warning.
+draw (and every emoji, which Pango would hand to some system emoji font) is written as an escape
+such as \\u4e00, with a note on the first page and one warning.
 Nothing else is fetched: only data: URLs and exactly those font files are read.
 """
 
@@ -19,9 +20,9 @@ from urllib.request import url2pathname
 
 from markupsafe import escape as html_escape
 
-from . import fonts
 from ..errors import InputError
 from ..results import AuditResult
+from . import fonts
 
 INSTALL_HINT = (
     "PDF output needs WeasyPrint: pip install 'weasyprint>=60' (it also needs the Pango library, "
@@ -142,7 +143,8 @@ def font_warning(escaped: list[str], *, cjk_font: bool) -> str | None:
     what = f"the PDF shows {len(escaped):,} characters as \\uXXXX escapes"
     if not cjk_font and any(fonts.is_cjk(c) for c in escaped):
         return f"{what}: no CJK font on this machine; {CJK_FONT_HINT}"
-    sample = "".join(dict.fromkeys(fonts.escape(c) for c in escaped[:200]))[:60]
+    distinct = list(dict.fromkeys(fonts.escape(c) for c in escaped))
+    sample = "".join(distinct[:6]) + ("..." if len(distinct) > 6 else "")
     return f"{what} ({sample}): no font the PDF uses draws them; report.html shows them as written"
 
 
