@@ -41,6 +41,9 @@ class EmbedConfig(_Section):
     device: str = Field("auto", description="auto (cuda > mps > cpu), cpu, cuda, cuda:1, mps")
     batch_size: int = Field(64, ge=1, description="texts per forward pass")
     cache: bool = Field(True, description="reuse embeddings across runs (keyed by model id, precision and text hash)")
+    long_text: Literal["chunks", "truncate"] = Field(
+        "chunks", description="texts longer than the embedder reads at once (256 word pieces for "
+        "all-MiniLM-L6-v2): chunks = mean of overlapping windows over the whole text; truncate = first 256 only")
     cache_dir: str | None = Field(None, description="default: $SAMPLEAUDIT_CACHE_DIR or $XDG_CACHE_HOME/sampleaudit")
 
 

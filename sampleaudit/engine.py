@@ -163,6 +163,23 @@ def _embedder_id(embedder: EmbedderInfo | str | None) -> str | None:
     return embedder.model if isinstance(embedder, EmbedderInfo) else embedder
 
 
+#: Above this share of samples longer than the embedder reads, a warning (with embed.long_text
+#: "truncate" their similarity is that of their first max_tokens word pieces only).
+LONG_TEXT_WARN = 0.1
+
+
+def long_text_warning(s: SampleSet, n_long: int | None, max_tokens: int | None, mode: str) -> list[str]:
+    if not n_long or max_tokens is None or n_long / len(s) <= LONG_TEXT_WARN:
+        return []
+    share = f"{n_long / len(s):.0%} of samples are longer than the {max_tokens} word pieces the embedder reads"
+    if mode == "truncate":
+        return [f"{s.name}: {share}; with embed.long_text = \"truncate\" they are compared by their first "
+                f"{max_tokens} only, so samples that start alike and diverge later read as collapsed and a loop "
+                "that starts later changes nothing: set embed.long_text = \"chunks\""]
+    return [f"{s.name}: {share}; they were embedded as the mean of overlapping windows over the whole text "
+            "(embed.long_text = \"chunks\")"]
+
+
 def _checkpoint_warnings(s: SampleSet, reference: Reference | None, scripts, model_id: str) -> list[str]:
     out = input_warnings(s)
     if reference is not None and len(s) > len(reference.samples):
@@ -185,12 +202,15 @@ def audit_checkpoint(
     *,
     embedder: EmbedderInfo | str | None = None,
     projection: MapProjection | None = None,
+    n_long: int | None = None,
+    max_tokens: int | None = None,
 ) -> CheckpointResult:
     """Analyse one checkpoint's samples against a fitted reference (or none).
 
     `embeddings` are the samples' vectors, rows in sample order, made with the reference's
     embedder. Without a reference, `embedder` (its model id) picks the default threshold.
-    `projection` places the checkpoint on the report's map (default: the reference's).
+    `projection` places the checkpoint on the report's map (default: the reference's). `n_long`
+    samples were longer than the embedder's `max_tokens` (recorded, and a warning when many).
     """
     config = config or Config()
     s = samples
@@ -239,7 +259,9 @@ def audit_checkpoint(
         scripts=scripts, verdict=data_vs_model(sim, at.similarity, config) if at else None,
         checks=checks, status=worst([c.status for c in checks]), examples=examples, worst_loops=loops,
         map_points=projection.points(emb, seed=config.seed) if projection is not None else None,
-        warnings=_checkpoint_warnings(s, reference, scripts, model_id),
+        warnings=_checkpoint_warnings(s, reference, scripts, model_id)
+        + long_text_warning(s, n_long, max_tokens, config.embed.long_text),
+        n_long=n_long,
     )
 
 

@@ -93,7 +93,8 @@ def audit(
                          f"{', '.join(repr(s.name) for s in everything)}")
     to_embed = [s for s in everything if s.name not in given]
     if to_embed and embedder is None:
-        embedder = load_embedder(config.embed.model, device=config.embed.device, batch_size=config.embed.batch_size)
+        embedder = load_embedder(config.embed.model, device=config.embed.device, batch_size=config.embed.batch_size,
+                                 long_text=config.embed.long_text)
     if given and to_embed and embedder_id is not None and embedder_id != embedder.model_id:
         raise InputError(f"the precomputed embeddings were made with {embedder_id!r} but the other sets are embedded "
                          f"with {embedder.model_id!r}; one audit needs one embedder")
@@ -102,9 +103,14 @@ def audit(
                          f"(embedder_id={embedder.model_id!r} if it is the same one)")
     store = _open_cache(cache, config, log) if to_embed else None
     vectors = {s.name: _given(s, given[s.name]) for s in everything if s.name in given}
+    n_long: dict[str, int] = {}
+    count_long = getattr(embedder, "n_truncated", None)
     for s in to_embed:
         log(f"embedding {s.name}: {len(s)} texts")
         vectors[s.name] = embed_texts(s.texts, embedder, cache=store)
+        if count_long is not None:
+            n_long[s.name] = count_long(s.texts)
+    max_tokens = getattr(embedder, "max_tokens", None)
     dims = {v.shape[1] for v in vectors.values()}
     if len(dims) > 1:
         raise InputError(f"all embeddings must have the same dimension; got {sorted(dims)}")
@@ -121,14 +127,16 @@ def audit(
     reference, projection = None, None
     if base is not None:
         log(f"fitting the reference on the baseline ({len(base)} samples)")
-        reference = fit_reference(base, vectors[base.name], config, embedder=info, sizes={len(s) for s in sets})
+        reference = fit_reference(base, vectors[base.name], config, embedder=info, sizes={len(s) for s in sets},
+                                  n_long=n_long.get(base.name))
     else:
         warnings.append(NO_BASELINE)
         projection = fit_map([vectors[s.name] for s in sets], seed=config.seed, fitted_on="checkpoints")
     results = []
     for s in sets:
         log(f"analysing {s.name}")
-        results.append(audit_checkpoint(s, vectors[s.name], reference, config, embedder=info, projection=projection))
+        results.append(audit_checkpoint(s, vectors[s.name], reference, config, embedder=info, projection=projection,
+                                        n_long=n_long.get(s.name), max_tokens=max_tokens))
     emap = None
     if projection is not None:
         from .results import EmbeddingMap

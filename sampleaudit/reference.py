@@ -112,6 +112,7 @@ class Reference:
     projection: MapProjection | None
     warnings: list[str]
     cluster_terms: list[list[str]] = field(default_factory=list)  # each cluster's label terms
+    n_long: int | None = None  # baseline texts longer than the embedder reads at once
     _sizes: dict[int, AtSize] = field(default_factory=dict, repr=False)
     _results: dict[int, BaselineResult] = field(default_factory=dict, repr=False)
 
@@ -177,7 +178,8 @@ class Reference:
                 shown.update({e.id: by_id[e.id] for rows in summary.examples for e in rows if e.id in by_id})
             self._results[n] = BaselineResult(
                 name=s.name, path=s.path, sha256=s.sha256, n_samples=len(s), n_empty=s.n_empty,
-                n_skipped=s.n_skipped, n_truncated=s.n_truncated, texts=shown, subsample_size=len(sub),
+                n_skipped=s.n_skipped, n_truncated=s.n_truncated, texts=shown, n_long=self.n_long,
+                subsample_size=len(sub),
                 similarity=at.similarity, coverage=summary, repetition=repetition_section(sub, self.config),
                 lexical=lexical_section(sub, self.config), scripts=script_share(s.texts),
             )
@@ -318,6 +320,7 @@ def fit_reference(
     *,
     embedder: EmbedderInfo | str,
     sizes=(),
+    n_long: int | None = None,
 ) -> Reference:
     """Fit the reference on a baseline and its embeddings (rows in the baseline's order).
 
@@ -347,7 +350,7 @@ def fit_reference(
     projection = fit_map([x], seed=config.seed, fitted_on="baseline", baseline=x)
     terms = cluster_terms(baseline.texts, clusters.labels, clusters.n_clusters)
     reference = Reference(baseline, x, embedder, config, clusters, projection, _baseline_warnings(baseline, clusters),
-                          terms)
+                          terms, n_long)
     for n in sorted(set(sizes)):
         reference.at_size(int(n))
     return reference

@@ -144,7 +144,8 @@ class SetResult:
     """What every audited set has: where it came from and how many samples it held.
 
     `n_truncated` samples were longer than input.max_chars and cut for analysis; `texts` holds,
-    by id, the text of every sample this result shows (each text stored once)."""
+    by id, the text of every sample this result shows (each text stored once); `n_long` samples were
+    longer than the embedder reads at once (embedded by windows or by their start: embed.long_text)."""
 
     name: str
     path: str | None
@@ -154,6 +155,7 @@ class SetResult:
     n_skipped: int
     n_truncated: int = 0
     texts: dict[str, str] = field(default_factory=dict)
+    n_long: int | None = None  # samples longer than the embedder reads at once (None: not known)
 
 
 @dataclass(frozen=True)

@@ -269,3 +269,44 @@ def test_cuda_embedder_is_tagged_fp16(monkeypatch):
     monkeypatch.setattr(st_backend, "check_device", lambda name: "mps")
     FakeModel.halved = False
     assert load_embedder(device="mps").precision == "fp32" and not FakeModel.halved
+
+
+def test_chunk_windows_cover_the_text_with_overlap():
+    from sampleaudit.embed.sentence_transformers import chunk_windows
+
+    assert chunk_windows(100, 254) == [(0, 100)]
+    windows = chunk_windows(600, 254)
+    assert windows[0] == (0, 254) and windows[-1] == (346, 600)
+    assert all(b - a == 254 for a, b in windows)
+    assert all(nxt[0] < cur[1] for cur, nxt in zip(windows, windows[1:]))  # every window overlaps the next
+    assert all(nxt[0] - cur[0] == 190 for cur, nxt in zip(windows[:-2], windows[1:-1]))  # a quarter overlap
+
+
+@pytest.mark.slow
+def test_long_samples_that_diverge_late_collapse_only_when_truncated():
+    """Samples sharing a 350-token start and diverging after it: truncation sees identical texts
+    (mode collapse), chunking sees the whole texts (no collapse); the long ones are counted."""
+    import json
+    from pathlib import Path
+
+    from sampleaudit import audit
+    from sampleaudit.config import Config
+    from sampleaudit.embed import load_embedder
+    from sampleaudit.samples import SampleSet
+
+    data = Path(__file__).resolve().parent.parent / "data_samples" / "baseline.jsonl"
+    base = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines()[:250]]
+    start = " ".join(base[:8])
+    texts = [start + " " + " ".join(base[10 + 6 * i: 16 + 6 * i]) for i in range(40)]
+    sets = [SampleSet.from_texts(texts, name="late")]
+    figures = {}
+    for mode in ("truncate", "chunks"):
+        config = Config().with_overrides(**{"embed.long_text": mode})
+        embedder = load_embedder(device="cpu", long_text=mode)
+        r = audit(sets, embedder=embedder, config=config, cache=False)
+        c = r.checkpoints[0]
+        figures[mode] = (c.similarity.high_similarity_share, c.status, c.n_long, c.warnings)
+    assert figures["truncate"][2] == figures["chunks"][2] == 40
+    assert figures["truncate"][0] == 1.0 and figures["truncate"][1] == "fail"
+    assert figures["chunks"][0] < 0.15, figures["chunks"][0]
+    assert any('set embed.long_text = "chunks"' in w for w in figures["truncate"][3])

@@ -9,7 +9,7 @@ __all__ = ["DEFAULT_LOCK_TIMEOUT", "Embedder", "EmbeddingCache", "cache_key", "c
 
 
 def load_embedder(model: str | None = None, *, device: str | None = None, batch_size: int = 64,
-                  progress: bool = False) -> Embedder:
+                  progress: bool = False, long_text: str = "chunks") -> Embedder:
     """The sentence-transformers embedder (imported lazily: torch loads only when needed).
 
     Checks `device` (see check_device) and finds the model (see resolve_model) before loading
@@ -17,4 +17,5 @@ def load_embedder(model: str | None = None, *, device: str | None = None, batch_
     """
     from .sentence_transformers import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size, progress=progress)
+    return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size, progress=progress,
+                                       long_text=long_text)

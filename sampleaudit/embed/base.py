@@ -46,7 +46,8 @@ def cache_key(embedder: Embedder) -> str:
     An embedder without a `precision` attribute is taken as "fp32" (as the pipeline's provenance does).
     """
     precision = getattr(embedder, "precision", None) or "fp32"
-    return f"{embedder.model_id}|{precision}"
+    variant = getattr(embedder, "cache_variant", "")  # e.g. "chunks": long texts embedded by windows
+    return f"{embedder.model_id}|{precision}" + (f"|{variant}" if variant else "")
 
 
 def _sound(vectors: dict[str, np.ndarray], dim: int) -> dict[str, np.ndarray]:

@@ -225,14 +225,36 @@ def _quiet_loading(progress: bool) -> Iterator[None]:
         set_hook(previous)
 
 
+LONG_TEXT_MODES = ("chunks", "truncate")
+CHUNK_OVERLAP = 0.25  # share of a window that the next one repeats
+
+
+def chunk_windows(n_tokens: int, size: int, *, overlap: float = CHUNK_OVERLAP) -> list[tuple[int, int]]:
+    """[start, end) token windows of at most `size` covering n_tokens, each overlapping the next by
+    about `overlap` of a window; one window when the text fits. The last window ends at n_tokens."""
+    if n_tokens <= size:
+        return [(0, n_tokens)]
+    step = max(1, int(size * (1 - overlap)))
+    starts = list(range(0, n_tokens - size, step)) + [n_tokens - size]
+    return [(s, s + size) for s in dict.fromkeys(starts)]
+
+
 class SentenceTransformerEmbedder:
     """Embeds with a sentence-transformers model; output float32, L2-normalised.
 
-    `precision` is "fp16" on CUDA (the model is halved there) and "fp32" elsewhere.
+    `precision` is "fp16" on CUDA (the model is halved there) and "fp32" elsewhere. The model reads
+    at most `max_tokens` word pieces (256 for all-MiniLM-L6-v2). `long_text` says what happens to a
+    longer text: "chunks" (default) embeds overlapping windows of the whole text and averages them
+    (normalised), so a text that diverges or loops after its first 256 tokens is compared by all of
+    it; "truncate" embeds the first max_tokens only, as sentence-transformers does by itself.
     """
 
     def __init__(self, model: str | None = None, *, device: str | None = None, batch_size: int = 64,
-                 progress: bool = False):
+                 progress: bool = False, long_text: str = "chunks"):
+        if long_text not in LONG_TEXT_MODES:
+            raise InputError(f"embed.long_text must be one of {', '.join(LONG_TEXT_MODES)}; got {long_text!r}")
+        self.long_text = long_text
+        self.cache_variant = "" if long_text == "truncate" else long_text
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"--batch-size must be a whole number >= 1; got {batch_size!r}")
         self.device = check_device(device)
@@ -257,13 +279,41 @@ class SentenceTransformerEmbedder:
             self.precision = "fp16"
         dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim())
+        limit = getattr(self._model, "max_seq_length", None)  # None: the model reads any length
+        self.max_tokens = int(limit) if limit else None
+
+    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's word-piece ids, without special tokens and without truncation."""
+        return self._model.tokenizer(list(texts), add_special_tokens=False, truncation=False,
+                                     verbose=False)["input_ids"]
+
+    def n_truncated(self, texts: Sequence[str]) -> int:
+        """How many of `texts` are longer than the model reads at once (max_tokens word pieces)."""
+        if self.max_tokens is None or not texts:
+            return 0
+        room = self.max_tokens - 2  # [CLS] and [SEP]
+        return sum(len(ids) > room for ids in self._ids(texts))
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = self._model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=self.progress,
+                                 convert_to_numpy=True, normalize_embeddings=True)
+        return out.astype(np.float32)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        out = self._model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            show_progress_bar=self.progress,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-        )
-        return normalize_rows(out.astype(np.float32))
+        if self.long_text == "truncate" or self.max_tokens is None or not texts:
+            return normalize_rows(self._encode(texts))
+        room = self.max_tokens - 2
+        tokenizer = self._model.tokenizer
+        pieces, owner = [], []
+        for i, (text, ids) in enumerate(zip(texts, self._ids(texts))):
+            spans = chunk_windows(len(ids), room)
+            if len(spans) == 1:
+                pieces.append(text)
+            else:
+                pieces += [tokenizer.decode(ids[a:b]) for a, b in spans]
+            owner += [i] * len(spans)
+        vectors = self._encode(pieces)
+        owner = np.asarray(owner)
+        pooled = np.zeros((len(texts), vectors.shape[1]), dtype=np.float64)
+        np.add.at(pooled, owner, vectors)
+        return normalize_rows(pooled)
