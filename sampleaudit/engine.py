@@ -180,6 +180,15 @@ def long_text_warning(s: SampleSet, n_long: int | None, max_tokens: int | None, 
             "(embed.long_text = \"chunks\")"]
 
 
+def _foreign_script(scripts, model_id: str) -> str | None:
+    """"most texts are in cjk script" when most of a set is in a script `model_id` was not trained
+    on (metrics.calibration.MODEL_SCRIPTS), else None."""
+    known = model_scripts(model_id)
+    if known and scripts.dominant_script not in {*known, "none"} and scripts.dominant_share > 0.5:
+        return f"{scripts.dominant_share:.0%} of the texts are in {scripts.dominant_script} script"
+    return None
+
+
 def _checkpoint_warnings(s: SampleSet, reference: Reference | None, scripts, model_id: str) -> list[str]:
     out = input_warnings(s)
     if reference is not None and len(s) > len(reference.samples):
@@ -238,8 +247,11 @@ def audit_checkpoint(
         n_samples=n, model=model_id, config_threshold=config.similarity.threshold,
         threshold_origin=config.origin("similarity.threshold"))
     sim = similarity_section(s, emb, cal, config, model_id)
+    scripts = script_share(s.texts)
+    blind = _foreign_script(scripts, model_id) or (
+        _foreign_script(script_share(reference.samples.texts), model_id) if reference is not None else None)
     cov = (_coverage_section(reference, emb, at.natural, config)
-           if reference is not None and reference.clusters is not None else None)
+           if reference is not None and reference.clusters is not None and blind is None else None)
     rep = repetition_section(s, config)
     prompts = None
     keys = s.prompts
@@ -250,7 +262,6 @@ def audit_checkpoint(
     picks = np.sort(rng.choice(n, size=min(config.report.n_examples, n), replace=False))
     examples = [_view(s, int(i)) for i in picks]
     loops = _worst_loops(rep)
-    scripts = script_share(s.texts)
     projection = projection or (reference.projection if reference is not None else None)
     return CheckpointResult(
         name=s.name, path=s.path, sha256=s.sha256, n_samples=n, n_empty=s.n_empty, n_skipped=s.n_skipped,
@@ -260,7 +271,10 @@ def audit_checkpoint(
         checks=checks, status=worst([c.status for c in checks]), examples=examples, worst_loops=loops,
         map_points=projection.points(emb, seed=config.seed) if projection is not None else None,
         warnings=_checkpoint_warnings(s, reference, scripts, model_id)
-        + long_text_warning(s, n_long, max_tokens, config.embed.long_text),
+        + long_text_warning(s, n_long, max_tokens, config.embed.long_text)
+        + ([f"{s.name}: coverage not measured: {blind}, which {model_id} was not trained on, so its clusters "
+            "do not follow topics there; audit with an embedder trained on that script"]
+           if blind and reference is not None else []),
         n_long=n_long,
     )
 

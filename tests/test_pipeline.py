@@ -239,3 +239,19 @@ def test_repetition_check_messages_name_the_opening():
     opening = next(c for c in shared if c.name == "repeated_openings")
     assert opening.status == "fail" and opening.message == (
         "66.7% of samples open with \u201csame start\u201d (above the fail level 60%)")
+
+
+def test_coverage_is_not_measured_where_the_embedder_cannot_read_the_script():
+    """A Chinese baseline under an English-only embedder: its clusters do not follow topics, so
+    coverage says it cannot judge (no coverage check, a warning) instead of passing."""
+    poems = [f"床前明月光，疑是地上霜，第{i}首。" for i in range(40)]
+    tech = [f"模型在第{i}步之后开始重复同一句话，训练损失仍在下降。" for i in range(40)]
+    base = SampleSet.from_texts(poems + tech, name="train")
+    narrow = SampleSet.from_texts(tech[:30], name="zh-narrow")
+    r = audit([narrow], baseline=base, embedder=_NamedHashing(), cache=False)
+    c = r.checkpoint("zh-narrow")
+    assert c.coverage is None and "coverage" not in [ch.name for ch in c.checks]
+    assert any("coverage not measured: 100% of the texts are in cjk script" in w for w in c.warnings)
+    english = audit([SampleSet.from_texts(healthy(30, 1), name="en")],
+                    baseline=SampleSet.from_texts(healthy(80, 2), name="train"), embedder=_NamedHashing(), cache=False)
+    assert english.checkpoint("en").coverage is not None
