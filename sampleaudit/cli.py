@@ -142,7 +142,10 @@ def _config(args):
     from .config import load_config
 
     config = load_config(args.config)
-    return config.with_overrides(flags=FLAGS, **{
+    flags = dict(FLAGS)
+    if getattr(args, "fail_on_default", None):  # set by a command, not by the user's --fail-on
+        flags["fail_on"] = args.fail_on_default
+    return config.with_overrides(flags=flags, **{
         "seed": args.seed, "fail_on": args.fail_on, "similarity.threshold": args.threshold,
         "embed.model": args.embedder, "embed.device": args.device, "embed.batch_size": args.batch_size,
         "embed.cache": False if args.no_cache else None,
@@ -227,7 +230,7 @@ def _cmd_demo(args, argv) -> int:
         raise InputError(f"no demo data (ckpt-*.jsonl and baseline.jsonl) in {data}; run from the repository "
                          "root or pass --data")
     if args.fail_on is None:
-        args.fail_on = "never"
+        args.fail_on, args.fail_on_default = "never", "the demo command's default"
     return _run_audit(args, checkpoints, str(data / "baseline.jsonl"), None, "text", False, argv)
 
 
