@@ -195,8 +195,7 @@ def _checkpoint_warnings(s: SampleSet, reference: Reference | None, scripts, mod
         out.append(f"{s.name}: {len(s)} samples but the baseline has only {len(reference.samples)}; the calibrated "
                    "threshold comes from fewer texts and is stricter than it should be (nearest-neighbour "
                    "similarity grows with n): give a baseline at least as large as each checkpoint")
-    known = model_scripts(model_id)
-    if known and scripts.dominant_script not in {*known, "none"} and scripts.dominant_share > 0.5:
+    if _foreign_script(scripts, model_id):
         out.append(f"{s.name}: {scripts.dominant_share:.0%} of samples are in {scripts.dominant_script} script, "
                    f"which {model_id} was not trained on; similarity figures may be unreliable: audit with an "
                    "embedder trained on that script (--embedder with a local model folder)")
