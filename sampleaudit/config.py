@@ -84,6 +84,11 @@ class CoverageConfig(_Section):
         description="when HDBSCAN leaves more of the baseline as noise, coverage uses k-means instead",
     )
     n_clusters: int | None = Field(None, ge=2, description="k of the k-means fallback; unset: a rule on the baseline size")
+    representation: Literal["auto", "embedding", "lexical"] = Field(
+        "auto",
+        description="what coverage clusters: the embeddings, or character n-grams (TF-IDF + SVD); auto: n-grams "
+        "when most of the baseline is in a script the embedder was not trained on",
+    )
 
 
 class StatsConfig(_Section):

@@ -29,7 +29,7 @@ from .errors import InputError
 from .figures import ranking_rule
 from .metrics import stats
 from .metrics._validate import check_embeddings
-from .metrics.calibration import ThresholdCalibration, calibrate_threshold, model_scripts, model_threshold, script_share
+from .metrics.calibration import ThresholdCalibration, calibrate_threshold, foreign_script, model_threshold, script_share
 from .metrics.coverage import NaturalClusters, coverage, sample_clusters
 from .metrics.lexical import lexical_diversity
 from .metrics.neardup import near_duplicates
@@ -135,9 +135,10 @@ def texts_of(samples: SampleSet, *parts) -> dict[str, str]:
     return {i: by_id[i] for i in dict.fromkeys(ids)}
 
 
-def _coverage_section(reference: Reference, emb: np.ndarray, natural: NaturalClusters | None,
+def _coverage_section(reference: Reference, samples: SampleSet, emb: np.ndarray, natural: NaturalClusters | None,
                       config: Config) -> CoverageSection:
     c, clusters = config.coverage, reference.clusters
+    emb = reference.coverage_vectors(samples.texts, emb)
     labels = clusters.assign(emb)
     cov = coverage(clusters, emb, min_mass_ratio=c.min_mass_ratio, over_ratio=c.over_ratio, labels=labels)
     if reference.cluster_terms:
@@ -151,6 +152,7 @@ def _coverage_section(reference: Reference, emb: np.ndarray, natural: NaturalClu
             confidence=config.stats.confidence, seed=config.seed, labels=labels),
         sample_clusters=own.n_clusters,
         sample_clustering=own,
+        representation=reference.representation,
     )
 
 
@@ -180,12 +182,26 @@ def long_text_warning(s: SampleSet, n_long: int | None, max_tokens: int | None, 
             "(embed.long_text = \"chunks\")"]
 
 
-def _foreign_script(scripts, model_id: str) -> str | None:
-    """"most texts are in cjk script" when most of a set is in a script `model_id` was not trained
-    on (metrics.calibration.MODEL_SCRIPTS), else None."""
-    known = model_scripts(model_id)
-    if known and scripts.dominant_script not in {*known, "none"} and scripts.dominant_share > 0.5:
-        return f"{scripts.dominant_share:.0%} of the texts are in {scripts.dominant_script} script"
+def _coverage_blind(reference: Reference | None, scripts, model_id: str) -> str | None:
+    """Why coverage cannot judge this set against the reference (None when it can). Embedding
+    clusters do not follow topics in a script the embedder was not trained on; character n-gram
+    clusters (coverage.representation "lexical") work in any script, but a set in another script
+    than the baseline shares none of its n-grams."""
+    if reference is None or reference.clusters is None:
+        return None
+    if reference.representation == "lexical":
+        base = script_share(reference.samples.texts)
+        if scripts.dominant_script != base.dominant_script and scripts.dominant_share > 0.5:
+            return (f"{scripts.dominant_share:.0%} of the texts are in {scripts.dominant_script} script but the "
+                    f"baseline is in {base.dominant_script}, so they share no character n-grams with it")
+        return None
+    base = script_share(reference.samples.texts)
+    for who, sh, fix in (("the baseline", base, "set coverage.representation = \"lexical\" (character n-grams) or "),
+                         ("the texts", scripts, "")):
+        if foreign_script(sh, model_id):
+            return (f"{sh.dominant_share:.0%} of {who} are in {sh.dominant_script} script, which {model_id} was not "
+                    f"trained on, so its clusters do not follow topics there: {fix}audit with an embedder trained "
+                    "on that script")
     return None
 
 
@@ -195,7 +211,7 @@ def _checkpoint_warnings(s: SampleSet, reference: Reference | None, scripts, mod
         out.append(f"{s.name}: {len(s)} samples but the baseline has only {len(reference.samples)}; the calibrated "
                    "threshold comes from fewer texts and is stricter than it should be (nearest-neighbour "
                    "similarity grows with n): give a baseline at least as large as each checkpoint")
-    if _foreign_script(scripts, model_id):
+    if foreign_script(scripts, model_id):
         out.append(f"{s.name}: {scripts.dominant_share:.0%} of samples are in {scripts.dominant_script} script, "
                    f"which {model_id} was not trained on; similarity figures may be unreliable: audit with an "
                    "embedder trained on that script (--embedder with a local model folder)")
@@ -247,9 +263,8 @@ def audit_checkpoint(
         threshold_origin=config.origin("similarity.threshold"))
     sim = similarity_section(s, emb, cal, config, model_id)
     scripts = script_share(s.texts)
-    blind = _foreign_script(scripts, model_id) or (
-        _foreign_script(script_share(reference.samples.texts), model_id) if reference is not None else None)
-    cov = (_coverage_section(reference, emb, at.natural, config)
+    blind = _coverage_blind(reference, scripts, model_id)
+    cov = (_coverage_section(reference, s, emb, at.natural, config)
            if reference is not None and reference.clusters is not None and blind is None else None)
     rep = repetition_section(s, config)
     prompts = None
@@ -261,19 +276,19 @@ def audit_checkpoint(
     picks = np.sort(rng.choice(n, size=min(config.report.n_examples, n), replace=False))
     examples = [_view(s, int(i)) for i in picks]
     loops = _worst_loops(rep)
-    projection = projection or (reference.projection if reference is not None else None)
+    map_rows = emb
+    if projection is None and reference is not None:  # the reference's map is of what coverage clusters
+        projection, map_rows = reference.projection, reference.coverage_vectors(s.texts, emb)
     return CheckpointResult(
         name=s.name, path=s.path, sha256=s.sha256, n_samples=n, n_empty=s.n_empty, n_skipped=s.n_skipped,
         n_truncated=s.n_truncated, texts=texts_of(s, examples, sim, loops, prompts),
         similarity=sim, coverage=cov, repetition=rep, lexical=lexical_section(s, config), prompts=prompts,
         scripts=scripts, verdict=data_vs_model(sim, at.similarity, config) if at else None,
         checks=checks, status=worst([c.status for c in checks]), examples=examples, worst_loops=loops,
-        map_points=projection.points(emb, seed=config.seed) if projection is not None else None,
+        map_points=projection.points(map_rows, seed=config.seed) if projection is not None else None,
         warnings=_checkpoint_warnings(s, reference, scripts, model_id)
         + long_text_warning(s, n_long, max_tokens, config.embed.long_text)
-        + ([f"{s.name}: coverage not measured: {blind}, which {model_id} was not trained on, so its clusters "
-            "do not follow topics there; audit with an embedder trained on that script"]
-           if blind and reference is not None else []),
+        + ([f"{s.name}: coverage not measured: {blind}"] if blind else []),
         n_long=n_long,
     )
 
@@ -316,7 +331,7 @@ def assemble(
         run_warnings = [*reference.warnings, *run_warnings]
         if map is None and reference.projection is not None:
             p = reference.projection
-            map = EmbeddingMap(p.explained_variance, p.baseline_points, p.fitted_on)
+            map = EmbeddingMap(p.explained_variance, p.baseline_points, p.fitted_on, reference.representation)
     elif reference is not None:
         baseline = reference
     if embedder is None:

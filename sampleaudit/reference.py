@@ -21,7 +21,8 @@ import numpy as np
 from . import __version__
 from .config import Config, figure_settings, validate_config
 from .errors import InputError
-from .metrics.calibration import ThresholdCalibration, calibrate_threshold, script_share
+from .metrics.calibration import ThresholdCalibration, calibrate_threshold, foreign_script, model_scripts, script_share
+from .metrics.charspace import CharSpace, fit_char_space
 from .metrics.coverage import BaselineClusters, NaturalClusters, fit_baseline_clusters, natural_clusters
 from .metrics.labels import cluster_terms
 from .results import BaselineResult, EmbedderInfo, SimilaritySection
@@ -113,6 +114,10 @@ class Reference:
     warnings: list[str]
     cluster_terms: list[list[str]] = field(default_factory=list)  # each cluster's label terms
     n_long: int | None = None  # baseline texts longer than the embedder reads at once
+    # what coverage clusters: "embedding", or "lexical" (character n-grams in `char_space`)
+    representation: str = "embedding"
+    char_space: CharSpace | None = None
+    representation_reason: str | None = None  # why lexical, when it is
     _sizes: dict[int, AtSize] = field(default_factory=dict, repr=False)
     _results: dict[int, BaselineResult] = field(default_factory=dict, repr=False)
 
@@ -123,6 +128,10 @@ class Reference:
     @property
     def name(self) -> str:
         return self.samples.name
+
+    def coverage_vectors(self, texts, embeddings: np.ndarray) -> np.ndarray:
+        """The rows coverage clusters for a set: its embeddings, or its texts in the n-gram space."""
+        return self.char_space.transform(texts) if self.char_space is not None else embeddings
 
     def check_config(self, config: Config) -> None:
         """InputError unless `config` agrees with the fit on every setting the reference uses."""
@@ -170,7 +179,9 @@ class Reference:
             at = self.at_size(n)
             s = self.samples
             sub = _subset(s, at.indices)
-            summary = (dataclasses.replace(self.clusters.summary(), terms=self.cluster_terms)
+            summary = (dataclasses.replace(self.clusters.summary(), terms=self.cluster_terms,
+                                           representation=self.representation,
+                                           representation_reason=self.representation_reason)
                        if self.clusters is not None else None)
             shown = texts_of(sub, at.similarity)
             if summary is not None:  # every cluster's examples: a checkpoint's missing clusters cite them
@@ -196,6 +207,7 @@ class Reference:
             "format": REFERENCE_FORMAT, "tool_version": __version__,
             "embedder": dataclasses.asdict(self.embedder), "config": self.config.model_dump(),
             "origins": self.config.origins, "warnings": self.warnings, "cluster_terms": self.cluster_terms,
+            "representation": self.representation, "representation_reason": self.representation_reason,
             "samples": {**{f.name: getattr(self.samples, f.name) for f in dataclasses.fields(self.samples)
                            if f.name != "samples"},
                         "samples": [dataclasses.asdict(x) for x in self.samples.samples]},
@@ -204,6 +216,9 @@ class Reference:
         if self.clusters is not None:
             header["clusters"], cluster_arrays = self.clusters.to_arrays()
             arrays.update({f"clusters.{k}": v for k, v in cluster_arrays.items()})
+        if self.char_space is not None:
+            header["char_space"], space_arrays = self.char_space.to_arrays()
+            arrays.update({f"char_space.{k}": v for k, v in space_arrays.items()})
         if self.projection is not None:
             p = self.projection
             header["projection"] = {"explained_variance": p.explained_variance, "fitted_on": p.fitted_on,
@@ -244,6 +259,11 @@ def load_reference(path: str | Path) -> Reference:
             prefix = "clusters."
             clusters = BaselineClusters.from_arrays(
                 header["clusters"], {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
+        char_space = None
+        if "char_space" in header:
+            prefix = "char_space."
+            char_space = CharSpace.from_arrays(
+                header["char_space"], {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)})
         projection = None
         if "projection" in header:
             p = header["projection"]
@@ -251,7 +271,9 @@ def load_reference(path: str | Path) -> Reference:
                                        float(p["explained_variance"]), p["fitted_on"], p["baseline_points"])
         return Reference(samples=samples, embeddings=arrays["embeddings"], embedder=EmbedderInfo(**header["embedder"]),
                          config=config, clusters=clusters, projection=projection, warnings=list(header["warnings"]),
-                         cluster_terms=[list(t) for t in header.get("cluster_terms", [])])
+                         cluster_terms=[list(t) for t in header.get("cluster_terms", [])],
+                         representation=header.get("representation", "embedding"), char_space=char_space,
+                         representation_reason=header.get("representation_reason"))
     except InputError:
         raise
     except (KeyError, TypeError, ValueError) as exc:
@@ -294,9 +316,23 @@ def check_distinct_names(names) -> None:
         raise InputError(f"two checkpoints are named {dupes[0]!r}; give each a distinct --name")
 
 
-def _baseline_warnings(samples: SampleSet, clusters: BaselineClusters | None) -> list[str]:
+#: Above this share of baseline texts in a script the embedder was not trained on (while most are
+#: in one it was), a warning: those texts' clusters do not follow topics.
+FOREIGN_MINORITY_WARN = 0.2
+
+
+def _baseline_warnings(samples: SampleSet, clusters: BaselineClusters | None, model: str = "",
+                       representation: str = "embedding") -> list[str]:
     s = samples
     out = input_warnings(s)
+    known = model_scripts(model) if model else None
+    if known and representation == "embedding":
+        scripts = script_share(s.texts)
+        other = sum(v for k, v in scripts.shares.items() if k not in {*known, "none"})
+        if other > FOREIGN_MINORITY_WARN:
+            out.append(f"{s.name}: {other:.0%} of the baseline's texts are in a script {model} was not trained on; "
+                       "their clusters do not follow topics, so coverage there is unreliable: set "
+                       "coverage.representation = \"lexical\" or audit with an embedder trained on those scripts")
     twinned = sum(c for c in Counter(t for t in s.texts if t).values() if c > 1) / len(s)
     if twinned > BASELINE_DUPLICATE_WARN:
         out.append(f"{s.name}: {twinned:.0%} of the baseline's texts have an exact duplicate in it; "
@@ -311,6 +347,20 @@ def _baseline_warnings(samples: SampleSet, clusters: BaselineClusters | None) ->
             out.append(f"{s.name}: {len(thin)} baseline cluster(s) ({shown}) hold fewer than 2 distinct texts, so "
                        "coverage counts copies there: deduplicate the baseline")
     return out
+
+
+def coverage_representation(baseline: SampleSet, model: str, setting: str) -> tuple[str, str | None]:
+    """("embedding" | "lexical", why lexical) for coverage.representation = `setting`: auto takes
+    the character n-grams when most of the baseline is in a script `model` was not trained on."""
+    if setting == "embedding":
+        return "embedding", None
+    if setting == "lexical":
+        return "lexical", "coverage.representation = \"lexical\""
+    scripts = script_share(baseline.texts)
+    if foreign_script(scripts, model):
+        return "lexical", (f"{scripts.dominant_share:.0%} of the baseline is in {scripts.dominant_script} script, "
+                           f"which {model} was not trained on")
+    return "embedding", None
 
 
 def fit_reference(
@@ -342,15 +392,19 @@ def fit_reference(
                          f"embeddings have {x.shape[1]}")
     _check_not_degenerate(baseline)
     c = config.coverage
+    representation, reason = coverage_representation(baseline, embedder.model, c.representation)
+    space = fit_char_space(baseline.texts, seed=config.seed) if representation == "lexical" else None
+    rows = x if space is None else space.transform(baseline.texts)  # what coverage clusters and the map shows
     try:
-        clusters = fit_baseline_clusters(x, ids=baseline.ids, seed=config.seed, pca_dims=c.pca_dims,
+        clusters = fit_baseline_clusters(rows, ids=baseline.ids, seed=config.seed, pca_dims=c.pca_dims,
                                          n_clusters=c.n_clusters, max_noise_share=c.max_noise_share)
     except InputError as exc:
         raise InputError(f"cannot cluster the baseline: {exc}", path=baseline.path) from None
-    projection = fit_map([x], seed=config.seed, fitted_on="baseline", baseline=x)
+    projection = fit_map([rows], seed=config.seed, fitted_on="baseline", baseline=rows)
     terms = cluster_terms(baseline.texts, clusters.labels, clusters.n_clusters)
-    reference = Reference(baseline, x, embedder, config, clusters, projection, _baseline_warnings(baseline, clusters),
-                          terms, n_long)
+    reference = Reference(baseline, x, embedder, config, clusters, projection,
+                          _baseline_warnings(baseline, clusters, embedder.model, representation),
+                          terms, n_long, representation, space, reason)
     for n in sorted(set(sizes)):
         reference.at_size(int(n))
     return reference

@@ -94,6 +94,7 @@ class CoverageSection(CoverageResult):
     coverage_ratio_interval: Interval | None = None
     sample_clusters: int | None = None
     sample_clustering: SampleClusters | None = None
+    representation: str = "embedding"  # what was clustered: "embedding" | "lexical" (character n-grams)
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,7 @@ class EmbeddingMap:
     explained_variance: float
     baseline: list[list[float]]
     fitted_on: str = "baseline"
+    representation: str = "embedding"  # the rows mapped: embeddings, or "lexical" (as coverage clusters)
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,15 @@ def model_scripts(model: str) -> frozenset[str] | None:
     return MODEL_SCRIPTS.get(_model_key(model))
 
 
+def foreign_script(scripts: ScriptShare, model: str | None) -> str | None:
+    """"97% of the texts are in cjk script" when most of a set is in a script `model` was not
+    trained on (MODEL_SCRIPTS), else None (also for a model not in the table)."""
+    known = model_scripts(model) if model else None
+    if known and scripts.dominant_script not in {*known, "none"} and scripts.dominant_share > 0.5:
+        return f"{scripts.dominant_share:.0%} of the texts are in {scripts.dominant_script} script"
+    return None
+
+
 def calibrate_threshold(
     *,
     n_samples: int,

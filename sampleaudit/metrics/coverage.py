@@ -74,6 +74,8 @@ class BaselineClustersSummary:
     cluster_shares: list[float]  # baseline share of each cluster, over all baseline rows
     examples: list[list[ClusterExample]] = field(default_factory=list)
     terms: list[list[str]] = field(default_factory=list)  # each cluster's most distinctive terms
+    representation: str = "embedding"  # what was clustered: "embedding" | "lexical" (character n-grams)
+    representation_reason: str | None = None  # why lexical, when it is
 
 
 @dataclass(frozen=True)

@@ -307,7 +307,8 @@ def _map_chart(result: AuditResult, colours: dict[str, str]) -> str | None:
     base = _get(emap, "baseline")
     explained = _get(emap, "explained_variance")
     fitted = "the baseline" if base else "all sets"
-    title = (f"Embeddings in 2-D (PCA fitted on {fitted}"
+    what = "Character n-gram vectors" if _get(emap, "representation") == "lexical" else "Embeddings"
+    title = (f"{what} in 2-D (PCA fitted on {fitted}"
              + (f", {explained:.0%} of the variance" if explained is not None else "") + ")"
              + (": baseline in grey, each checkpoint in colour" if base else ""))
     return charts.embedding_map(base, panels, title=title)
@@ -379,6 +380,8 @@ def _coverage(result: AuditResult, colours: dict[str, str], max_chars: int) -> d
         "map": map_svg,
         "missing": missing,
         "over": over,
+        "representation": _get(baseline, "representation") or _get(first_cov, "representation") or "embedding",
+        "representation_reason": _get(baseline, "representation_reason"),
     }
 
 
