@@ -33,14 +33,21 @@ class HistoryBusyError(SampleAuditError):
     """Another run holds the history's lock for longer than the timeout (exit 2)."""
 
 
+def _run_script(con: sqlite3.Connection, script: str) -> None:
+    """Each statement of `script` in the current transaction (executescript would commit it first)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            con.execute(statement)
+
+
 def _v1(con: sqlite3.Connection) -> None:
-    con.executescript("""
+    _run_script(con, """
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE days (
             run_id INTEGER PRIMARY KEY AUTOINCREMENT,
             date TEXT NOT NULL,
             recorded_at TEXT NOT NULL,
-            superseded_by INTEGER,  -- the run that replaced this one
+            superseded_by INTEGER,  -- the run that replaced this one (NULL: current)
             checkpoint_id TEXT NOT NULL,
             checkpoint_path TEXT,
             checkpoint_json TEXT NOT NULL,
