@@ -8,8 +8,6 @@ import os
 import random
 import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -167,71 +165,69 @@ def test_a_held_lock_makes_a_second_run_wait_then_exit_2(tmp_path, capsys):
     assert _probe(tmp_path, 0, 0) == 0  # released
 
 
-_RUN = """
-import sys
-sys.path.insert(0, {root!r})
-from sampleaudit.embed.hashing import HashingEmbedder
-from sampleaudit.probe.run import probe, Checkpoint
-from sampleaudit.samples import load_samples
-{patch}
-try:
-    probe(load_samples(sys.argv[1]), history=sys.argv[2], date=sys.argv[3], embedder=HashingEmbedder(256),
-          checkpoint=Checkpoint("c"), n_resamples=20)
-except Exception as exc:
-    print(type(exc).__name__, exc, file=sys.stderr)
-    sys.exit(2)
-"""
+def _child(samples: str, db: str, date: str, ready: str | None = None) -> None:
+    """A probe run in a forked process (no second interpreter start); exit 0 recorded, 2 refused.
+
+    With `ready`, it writes half its answers inside the day's transaction, touches `ready` and waits
+    to be killed."""
+    from sampleaudit.probe import history
+    from sampleaudit.probe.run import Checkpoint, probe
+    from sampleaudit.samples import load_samples
+
+    if ready is not None:
+        def _half(self, run_id, answers, emb):
+            self.con.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                                 [(run_id, i, s, p, t, emb[i].tobytes()) for i, (s, p, t) in enumerate(answers[:9])])
+            Path(ready).write_text("x")
+            time.sleep(60)
+
+        history.History._insert_answers = _half
+    try:
+        probe(load_samples(samples), history=db, date=date, embedder=HashingEmbedder(256), checkpoint=Checkpoint("c"),
+              n_resamples=20)
+    except Exception as exc:
+        Path(db + f".{os.getpid()}.err").write_text(f"{type(exc).__name__}: {exc}")
+        os._exit(2)
+    os._exit(0)
 
 
-def _script(patch: str = "") -> str:
-    return _RUN.format(root=str(ROOT), patch=patch)
+def _start(*args) -> "multiprocessing.Process":
+    import multiprocessing
+
+    proc = multiprocessing.get_context("fork").Process(target=_child, args=tuple(str(a) for a in args))
+    proc.start()
+    return proc
 
 
 def test_two_concurrent_runs_leave_a_consistent_history(tmp_path):
     db = tmp_path / "h.db"
-    files = [day_file(tmp_path, i, 0) for i in range(3)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    # two days at once, and then the same day twice at once
-    procs = [subprocess.Popen([sys.executable, "-c", _script(), str(files[i]), str(db), _date(i)], env=env,
-                              stderr=subprocess.PIPE, text=True) for i in (0, 1)]
-    assert [p.wait(timeout=60) for p in procs] == [0, 0]
-    procs = [subprocess.Popen([sys.executable, "-c", _script(), str(files[2]), str(db), _date(2)], env=env,
-                              stderr=subprocess.PIPE, text=True) for _ in (0, 1)]
-    codes = sorted(p.wait(timeout=60) for p in procs)
-    assert codes == [0, 2]
-    assert "already recorded" in "".join(p.stderr.read() for p in procs)
+    files = [day_file(tmp_path, i, 0) for i in range(2)]
+    # three processes at once: two days, one of them twice
+    procs = [_start(files[i], db, _date(i)) for i in (0, 1, 1)]
+    for p in procs:
+        p.join(timeout=60)
+    codes = [p.exitcode for p in procs]
+    assert codes[0] == 0 and sorted(codes[1:]) == [0, 2]
+    assert "already recorded" in "".join(f.read_text() for f in tmp_path.glob("h.db.*.err"))
     con = sqlite3.connect(db)
     assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-    assert [r[0] for r in con.execute("SELECT date FROM days ORDER BY date")] == [_date(i) for i in range(3)]
-    assert con.execute("SELECT count(*) FROM answers").fetchone()[0] == 3 * 18
+    assert [r[0] for r in con.execute("SELECT date FROM days ORDER BY date")] == [_date(0), _date(1)]
+    assert con.execute("SELECT count(*) FROM days").fetchone()[0] == 2
+    assert con.execute("SELECT count(*) FROM answers").fetchone()[0] == 2 * 18
 
 
 def test_a_run_killed_mid_write_leaves_only_whole_days(tmp_path):
     db = tmp_path / "h.db"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.run([sys.executable, "-c", _script(), str(day_file(tmp_path, 0, 0)), str(db), _date(0)],
-                           env=env, timeout=60)
-    assert first.returncode == 0
+    assert _probe(tmp_path, 0, 0) == 0
     ready = tmp_path / "ready"
-    # the second run writes half its answers inside the day's transaction, then waits to be killed
-    patch = f"""
-import time, pathlib
-from sampleaudit.probe import history
-def _half(self, run_id, answers, emb):
-    self.con.executemany("INSERT INTO answers VALUES (?, ?, ?, ?, ?, ?)",
-                         [(run_id, i, s, p, t, emb[i].tobytes()) for i, (s, p, t) in enumerate(answers[:9])])
-    pathlib.Path({str(ready)!r}).write_text("x")
-    time.sleep(60)
-history.History._insert_answers = _half
-"""
-    proc = subprocess.Popen([sys.executable, "-c", _script(patch), str(day_file(tmp_path, 1, 0)), str(db), _date(1)],
-                            env=env)
+    proc = _start(day_file(tmp_path, 1, 0), db, _date(1), ready)
     deadline = time.monotonic() + 60
     while not ready.exists():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=10)
+        assert proc.is_alive() and time.monotonic() < deadline
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join(timeout=10)
+    assert proc.exitcode == -signal.SIGKILL
     with History(db) as h:  # opens (SQLite rolls the unfinished transaction back) and holds whole days only
         assert [d.date for d in h.days()] == [_date(0)]
         assert h.con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

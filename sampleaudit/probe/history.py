@@ -214,6 +214,8 @@ class History:
                                  path=str(self.path))
         self.con.execute("BEGIN IMMEDIATE")
         try:
+            # another process may have migrated the file while this one waited for the write lock
+            version = self.con.execute("PRAGMA user_version").fetchone()[0]
             for step in range(version + 1, SCHEMA_VERSION + 1):
                 MIGRATIONS[step](self.con)
             if version == 0:
