@@ -18,12 +18,14 @@ stays "ongoing" while the figure stays up, and "cleared" on the first day no tri
 figure is back within rise_z * sd of the base day's value (the base day is the last day before the
 rise began; its checkpoint is the rollback target). Streak and CUSUM restart after a clear.
 
-Defaults come from benchmarks/bench_probe_alarm.py (numbers in benchmarks/README.md): on stable
-simulated series whose daily value moves by its bootstrap noise, rise_z = 1.0, jump_z = 4.0,
-cusum_k = 0.5, cusum_h = 5.0 open 0.06 episodes per 60 days when the reported se is exact and 0.3
-per 60 days when the checkpoint adds day-to-day variation as large as the sampling noise (tau = se);
-the plain "three rises in a row" opens 2.6 per 60 days. A rise of 2 sd per day is caught on its third
-day (the earliest the streak rule can), 1 sd per day after 4.9 days on average.
+Defaults come from benchmarks/bench_probe_alarm.py (2,000 series x 60 days; benchmarks/README.md).
+On stable series whose value moves by its bootstrap noise, rise_z = 1.0, jump_z = 4.0, cusum_k = 0.5,
+cusum_h = 5.0 open 0.00 episodes per 60 days when the reported se is the real noise, 0.01 when the
+checkpoint adds day-to-day variation of half the sampling noise and 0.17 when it adds as much (tau =
+se); the plain "three rises in a row" opens 1.6 per 60 days. With probe_figures' own bootstrap on
+simulated answers (5 prompts x 8), 0.00 per 60 days (plain rule: 1.6). A rise of 3 se a day is
+caught on its third day (the earliest the streak rule can), 2 se a day after 4.8 days on average;
+1 se a day is missed within 20 days a third of the time (the price of not crying wolf).
 """
 
 from __future__ import annotations
