@@ -122,7 +122,7 @@ def test_bad_samples_and_bad_histories_exit_2(tmp_path, capsys):
     one.write_text('{"prompt": "p", "text": "a"}\n', encoding="utf-8")
     assert main(["probe", "--samples", str(one), "--history", str(db), "-q"]) == 2
     assert "at least two answers" in capsys.readouterr().err
-    assert History(db).n_runs() == 0
+    assert not db.exists()  # a refused first run leaves no history behind
     other = tmp_path / "other.db"
     sqlite3.connect(other).execute("CREATE TABLE t (x)").connection.commit()
     assert main(["probe", "--samples", str(day_file(tmp_path, 0, 0)), "--history", str(other), "-q"]) == 2
@@ -158,7 +158,7 @@ def test_a_held_lock_makes_a_second_run_wait_then_exit_2(tmp_path, capsys):
     assert code == 2 and waited >= 0.5
     err = capsys.readouterr().err
     assert f"another sampleaudit probe holds the lock on {db} (pid {os.getpid()}" in err
-    assert History(db).n_runs() == 0
+    assert not db.exists()
     with pytest.raises(HistoryBusyError):
         with HistoryLock(db), HistoryLock(db, timeout=0):
             pass
@@ -321,6 +321,13 @@ def test_probe_report_shows_days_alerts_and_answers_escaped(tmp_path, capsys):
     assert "The last 3 days" in html and PROMPTS[1] in html
 
 
+def test_probe_report_of_an_empty_history(tmp_path, capsys):
+    History(tmp_path / "h.db").close()
+    assert main(["probe", "report", "--history", str(tmp_path / "h.db"), "--out", str(tmp_path / "o"),
+                 "--format", "html"]) == 0
+    assert "Probe trend: 0 days" in (tmp_path / "o" / "probe.html").read_text(encoding="utf-8")
+
+
 def test_probe_report_without_history_exits_2(tmp_path, capsys):
     assert main(["probe", "report", "--history", str(tmp_path / "none.db"), "--out", str(tmp_path / "o")]) == 2
     assert "no probe history here" in capsys.readouterr().err
@@ -338,7 +345,7 @@ def test_probe_with_model_generates_archives_and_records_the_checkpoint(tmp_path
     latest.symlink_to(model)  # /ckpt/latest pointing at the newest checkpoint
     prompts = tmp_path / "probes.txt"
     prompts.write_text("tell me a story\nwhy is the sky blue?\n", encoding="utf-8")
-    db = tmp_path / "h.db"
+    db = tmp_path / "var" / "lib" / "h.db"  # folders created on the first run
     code = main(["probe", "--model", str(latest), "--prompts", str(prompts), "--per-prompt", "3",
                  "--max-new-tokens", "8", "--device", "cpu", "--history", str(db), "--date", "2026-11-01",
                  "--json", "-q", "--out", str(tmp_path / "rep")])
@@ -346,7 +353,7 @@ def test_probe_with_model_generates_archives_and_records_the_checkpoint(tmp_path
     line = json.loads(capsys.readouterr().out.strip())
     assert line["event"] == "ok" and line["checkpoint"]["id"].startswith("step-100@")
     assert line["checkpoint"]["path"] == os.path.realpath(model)
-    assert (tmp_path / "h.db.answers" / "2026-11-01.jsonl").is_file()
+    assert (tmp_path / "var" / "lib" / "h.db.answers" / "2026-11-01.jsonl").is_file()
     assert (tmp_path / "rep" / "probe.html").is_file()
     with History(db) as h:
         (day,) = h.days()

@@ -129,6 +129,7 @@ class HistoryLock:
         import fcntl
 
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             raise InputError(f"cannot create the lock file {self.path} ({exc.strerror}); the history's folder must "

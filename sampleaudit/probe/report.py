@@ -51,7 +51,7 @@ def build_probe_context(h: History, *, rule: TrendRule = TrendRule(), last: int 
         })
     dates = [d.date for d in days]
     overall = [d.figures["overall"]["mean_similarity"] for d in days]
-    chart_overall = charts.trend_lines(
+    chart_overall = None if not days else charts.trend_lines(
         dates, [("overall", [f.get("value") for f in overall],
                  [(f["low"], f["high"]) if f.get("low") is not None else None for f in overall], charts.color(0))],
         title="Mean similarity among the day's answers (band: 95% bootstrap interval)", ylabel="cosine",

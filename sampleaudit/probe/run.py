@@ -217,8 +217,11 @@ def probe(
             return ref
         return days[0] if days and (reference_date is None and days[0].date < date) else None
 
-    with History(history) as h:  # checked before the lock too: a refusal comes at once, not after a wait
-        check(h)
+    if not callable(answers) and len(answers) < 2:
+        raise InputError(f"a probe day needs at least two answers; got {len(answers)}")
+    if Path(history).exists():  # checked before the lock too: a refusal comes at once, not after a wait
+        with History(history, create=False) as h:
+            check(h)
     with HistoryLock(history, timeout=lock_timeout), History(history) as h:
         ref = check(h)
         if callable(answers):
