@@ -71,8 +71,12 @@ def test_rise_alerts_on_its_third_day_with_json_and_rollback_target(tmp_path, ca
     assert [d["date"] for d in alert["episode"]["days"]] == [_date(i) for i in range(7, 11)]
     assert "streak" in alert["episode"]["triggers"]
     assert "consider rolling back to checkpoint step-7000" in alert["message"]
+    assert [p["prompt"] for p in alert["prompts"]] == PROMPTS
+    assert all(p["value"] > p["base_value"] for p in alert["prompts"])
+    assert _probe(tmp_path, len(SCHEDULE), 0, "--reference-date", _date(3)) == 0
     with History(tmp_path / "h.db") as h:
         days = h.days()
+        assert days.pop().reference_date == _date(3)
         assert [d.date for d in days] == [_date(i) for i in range(len(SCHEDULE))]
         assert all(d.n_answers == 18 and d.reference_date == _date(0) for d in days[1:])
         answers = h.answers(days[3].run_id)
@@ -261,19 +265,24 @@ def test_webhook_receives_the_alert(tmp_path, capsys):
     try:
         url = f"http://127.0.0.1:{server.server_port}/hook"
         codes = _run_to_alert(tmp_path, "--webhook", url, "--json")
+        assert len(_Hook.received) == 1  # only the alert day posts
+        alert_line = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+        # the figure stays up, then falls back to where it was before the rise: one more post, the clear
+        later = [_probe(tmp_path, day, shared, "--webhook", url) for day, shared in ((11, 9), (12, 2), (13, 0))]
     finally:
         server.shutdown()
         server.server_close()
-    assert codes[-1] == 1
-    (content_type, payload), = _Hook.received  # only the alert day posts
+    assert codes[-1] == 1 and later == [0, 0, 0]
+    (content_type, payload), (_, cleared) = _Hook.received
     assert content_type.startswith("application/json")
     assert payload["event"] == "alert" and payload["date"] == _date(10)
     assert payload["rollback_to"]["checkpoint_id"] == "step-7000"
-    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert last["webhook"]["ok"] is True
+    assert alert_line["webhook"]["ok"] is True
+    assert cleared["event"] == "cleared" and cleared["date"] == _date(13)
+    assert cleared["episode"]["alert_date"] == _date(10) and cleared["episode"]["cleared_date"] == _date(13)
     with History(tmp_path / "h.db") as h:
-        (note,) = h.notifications()
-        assert note["date"] == _date(10) and note["ok"] == 1 and note["event"] == "alert"
+        assert [(n["date"], n["event"], n["ok"]) for n in h.notifications()] == [(_date(10), "alert", 1),
+                                                                                (_date(13), "cleared", 1)]
 
 
 def test_a_dead_webhook_does_not_lose_the_day(tmp_path, capsys, monkeypatch):

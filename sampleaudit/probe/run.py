@@ -136,6 +136,9 @@ def payload_for(day: Day, trend: DayTrend, episode: Episode | None, days: list[D
         out["episode"] = episode.to_dict()
         out["rollback_to"] = {"date": base.date, "checkpoint_id": base.checkpoint_id,
                               "checkpoint_path": base.checkpoint_path}
+        before = {p["prompt"]: p[WATCHED]["value"] for p in base.figures["prompts"]}
+        out["prompts"] = [{"prompt": p["prompt"], "base_value": before.get(p["prompt"]), "value": p[WATCHED]["value"]}
+                          for p in day.figures["prompts"]]  # which probe prompts moved
     out["message"] = message(trend, episode, days)
     return out
 
@@ -154,11 +157,14 @@ def message(trend: DayTrend, episode: Episode | None, days: list[Day]) -> str:
     if trend.state == "cleared":
         return (f"cleared: mean similarity {_fmt(trend.value)} on {trend.date} is back within noise of "
                 f"{_fmt(episode.base_value)} ({episode.base_date}); the alert of {episode.alert_date} is over")
+    advice = (f"consider rolling back to checkpoint {base.checkpoint_id}{where}, recorded on {base.date}, the last "
+              "day before the rise")
+    if trend.state == "ongoing":
+        return (f"alert ongoing since {episode.alert_date}: mean similarity {_fmt(trend.value)} on {trend.date}, "
+                f"{_fmt(episode.base_value)} on {episode.base_date} before the rise; {advice}")
     series = " -> ".join(f"{d} {_fmt(v)}" for d, v in episode.days)
-    why = " and ".join(_TRIGGER_WORDS[t].format(n=trend.streak) for t in episode.triggers)
-    head = "ALERT" if trend.state == "alert" else f"alert ongoing since {episode.alert_date}"
-    return (f"{head}: mean similarity among the probe answers {why}: {series}; consider rolling back to checkpoint "
-            f"{base.checkpoint_id}{where}, recorded on {base.date}, the last day before the rise")
+    why = " and ".join(_TRIGGER_WORDS[t].format(n=len(episode.days) - 1) for t in episode.triggers)
+    return f"ALERT: mean similarity among the probe answers {why}: {series}; {advice}"
 
 
 def _episode_of(date: str, episodes: list[Episode]) -> Episode | None:
