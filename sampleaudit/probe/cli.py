@@ -245,8 +245,12 @@ def run_probe(args, config_of) -> int:
         if not ok:
             print(for_terminal(f"sampleaudit: warning: webhook {args.webhook} failed: {detail}; the day is "
                                "recorded"), file=sys.stderr)
-    if args.out:
-        _write_report(args.history, args.out, formats, rule, 3, log, log)
+    if args.out:  # the day is recorded: a report that cannot be written must not hide the verdict
+        try:
+            _write_report(args.history, args.out, formats, rule, 3, log, log)
+        except Exception as exc:
+            print(for_terminal(f"sampleaudit: warning: the trend report could not be written to {args.out} "
+                               f"({' '.join(str(exc).split())[:200]}); the day is recorded"), file=sys.stderr)
     if args.json:
         print(json.dumps(payload, ensure_ascii=True, sort_keys=True))
     else:
