@@ -367,3 +367,35 @@ def test_probe_with_model_generates_archives_and_records_the_checkpoint(tmp_path
     with History(db) as h:
         (day,) = h.days()
         assert day.n_answers == 6 and day.checkpoint["config_sha256"]
+
+
+def test_an_older_history_is_migrated_in_one_transaction_keeping_its_days(tmp_path, monkeypatch):
+    from sampleaudit.probe import history
+
+    assert _probe(tmp_path, 0, 0) == 0
+    calls = []
+
+    def v2(con):
+        calls.append(1)
+        con.execute("ALTER TABLE days ADD COLUMN note TEXT")
+
+    monkeypatch.setattr(history, "MIGRATIONS", {**history.MIGRATIONS, 2: v2})
+    monkeypatch.setattr(history, "SCHEMA_VERSION", 2)
+    with History(tmp_path / "h.db") as h:
+        assert h.con.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert [d.date for d in h.days()] == [_date(0)]
+    with History(tmp_path / "h.db"):
+        pass
+    assert calls == [1]  # once
+
+    def broken(con):
+        con.execute("ALTER TABLE days ADD COLUMN other TEXT")
+        raise RuntimeError("half-way")
+
+    monkeypatch.setattr(history, "MIGRATIONS", {**history.MIGRATIONS, 3: broken})
+    monkeypatch.setattr(history, "SCHEMA_VERSION", 3)
+    with pytest.raises(RuntimeError):
+        History(tmp_path / "h.db")
+    con = sqlite3.connect(tmp_path / "h.db")
+    assert con.execute("PRAGMA user_version").fetchone()[0] == 2  # rolled back whole
+    assert "other" not in [r[1] for r in con.execute("PRAGMA table_info(days)")]

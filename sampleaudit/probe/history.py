@@ -188,6 +188,9 @@ class History:
         except sqlite3.DatabaseError as exc:
             self.close()
             raise InputError(f"not a readable sampleaudit probe history ({exc})", path=str(self.path)) from None
+        except BaseException:
+            self.close()
+            raise
 
     def __enter__(self) -> History:
         return self
