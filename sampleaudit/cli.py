@@ -19,6 +19,7 @@ from . import __version__
 from .controls import for_terminal
 from .errors import InputError, SampleAuditError
 from .generate.cli import add_generate_parser, add_generation_options, run_generate
+from .probe.cli import add_probe_parser, run_probe
 
 EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 # command-line flag of each setting it overrides (errors and provenance name the flag)
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_audit_options(audit)
     add_generation_options(audit)
     add_generate_parser(sub)
+    add_probe_parser(sub)
 
     report = sub.add_parser(
         "report", help="re-render reports from an audit.json without recomputing", formatter_class=fmt,
@@ -275,7 +277,7 @@ def _cmd_compare(args, argv) -> int:
 
 
 _COMMANDS = {"audit": _cmd_audit, "compare": _cmd_compare, "demo": _cmd_demo, "report": _cmd_report,
-             "generate": lambda args, argv: run_generate(args)}
+             "generate": lambda args, argv: run_generate(args), "probe": lambda args, argv: run_probe(args, _config)}
 
 
 def _crash_report(exc: BaseException) -> str:

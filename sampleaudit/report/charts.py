@@ -320,3 +320,44 @@ def embedding_map(
         fig.suptitle(_plain(title), x=0.01, ha="left", fontsize=9)
         fig.tight_layout()
         return _svg(fig)
+
+
+def trend_lines(
+    dates: Sequence[str], series: Sequence[tuple[str, Sequence[float | None], Sequence[tuple[float, float] | None], str]],
+    *, title: str, ylabel: str, alerts: Sequence[str] = (), cleared: Sequence[str] = (), width: float = _WIDTH,
+) -> str:
+    """Daily values of one or more series (label, values, intervals or None, colour) over `dates`.
+
+    The first series' intervals are drawn as a band; alert days get a downward triangle and a dashed
+    vertical line, cleared days a dotted one (so they read in greyscale too). A None value is a gap.
+    """
+    with matplotlib.rc_context(_style()):
+        fig = Figure(figsize=(width, 2.9))
+        ax = fig.subplots()
+        xs = list(range(len(dates)))
+        styles = itertools.cycle(LINESTYLES)
+        for k, (name, values, intervals, colour) in enumerate(series):
+            ys = [float("nan") if v is None else v for v in values]
+            ax.plot(xs, ys, color=colour, linestyle=next(styles), marker="o", markersize=3, linewidth=1.3,
+                    label=label(name))
+            if k == 0 and any(iv is not None for iv in intervals):
+                lo = [float("nan") if iv is None else iv[0] for iv in intervals]
+                hi = [float("nan") if iv is None else iv[1] for iv in intervals]
+                ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, linewidth=0)
+        first = [float("nan") if v is None else v for v in series[0][1]] if series else []
+        for d in alerts:
+            if d in dates:
+                i = dates.index(d)
+                ax.axvline(i, color="black", linestyle="--", linewidth=0.8)
+                ax.plot([i], [first[i]], marker="v", markersize=8, color="black", linestyle="none")
+        for d in cleared:
+            if d in dates:
+                ax.axvline(dates.index(d), color="black", linestyle=":", linewidth=0.8)
+        step = max(1, len(dates) // 12)
+        ax.set_xticks(xs[::step])
+        ax.set_xticklabels([label(d[5:] if len(d) == 10 else d, 10) for d in dates[::step]])
+        ax.set_title(_plain(title), loc="left")
+        ax.set_ylabel(_plain(ylabel))
+        if len(series) > 1:
+            ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)

@@ -1,0 +1,135 @@
+"""How often does the probe's trend rule cry wolf, and how fast does it see a real rise?
+
+Prints, for the default TrendRule and for variants (the plain "three rises in a row", other rise_z):
+- false alarms: episodes opened per 60 days on stable simulated series;
+- detection delay: on which day of a steady rise the first alert comes (3 = the third day, the
+  earliest the streak rule allows), and how often a rise is missed within 20 days.
+
+Two simulations:
+1. "analytic": x_t = mu + N(0, s_t^2 + tau^2), the reported se is s_t (s_t = s * U(0.8, 1.2)); tau is
+   day-to-day variation of the checkpoint that the bootstrap cannot see (tau = 0, 0.5 s, s).
+2. "embeddings": real `probe_figures` on simulated answers (5 prompts x 8 answers, 64-d: each answer is
+   its prompt's centre plus noise), so se is the stratified bootstrap's own estimate; a rise makes the
+   answers concentrate around their centre.
+
+Run: python benchmarks/bench_probe_alarm.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from sampleaudit.metrics.probe import probe_figures
+from sampleaudit.probe.trend import Point, TrendRule, evaluate
+
+DAYS = 60
+RISE_START = 30
+OFF = 1e9  # a trigger that never fires
+
+RULES = {
+    "default": TrendRule(),
+    "plain 3 rises in a row (rise_z 0)": TrendRule(rise_z=0.0, jump_z=OFF, cusum_h=OFF, min_sd=1e-12),
+    "streak only, rise_z 0.5": TrendRule(rise_z=0.5, jump_z=OFF, cusum_h=OFF),
+    "streak only, rise_z 1.0": TrendRule(rise_z=1.0, jump_z=OFF, cusum_h=OFF),
+    "streak only, rise_z 1.5": TrendRule(rise_z=1.5, jump_z=OFF, cusum_h=OFF),
+    "jump only, jump_z 4": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=4.0, cusum_h=OFF),
+    "cusum only, k 0.5 h 5": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=OFF, cusum_k=0.5, cusum_h=5.0),
+    "cusum only, k 0.5 h 3": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=OFF, cusum_k=0.5, cusum_h=3.0),
+}
+
+
+def _episodes(values, ses, rule) -> list[int]:
+    points = [Point(f"{i:03d}", float(v), float(s), f"c{i}") for i, (v, s) in enumerate(zip(values, ses))]
+    days, _ = evaluate(points, rule)
+    return [i for i, d in enumerate(days) if d.state == "alert"]
+
+
+def analytic(rng, n_series: int, tau: float, rise: float | None, s: float = 0.01):
+    """(values, ses) of n_series series; rise: per-day rise in units of s from RISE_START on (None: stable)."""
+    out = []
+    for _ in range(n_series):
+        ses = s * rng.uniform(0.8, 1.2, DAYS)
+        values = 0.5 + rng.normal(0, 1, DAYS) * np.sqrt(ses ** 2 + (tau * s) ** 2)
+        if rise is not None:
+            values = values + rise * s * np.clip(np.arange(DAYS) - RISE_START + 1, 0, None)
+        out.append((values, ses))
+    return out
+
+
+def embedded(rng, n_series: int, rise: float | None, prompts: int = 5, per_prompt: int = 8, dim: int = 64):
+    """Series of real probe figures; the answers' spread shrinks by `rise` per day from RISE_START on."""
+    out = []
+    labels = [str(p) for p in range(prompts) for _ in range(per_prompt)]
+    texts = [f"answer {i}" for i in range(len(labels))]
+    for _ in range(n_series):
+        centres = rng.normal(size=(prompts, dim))
+        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+        values, ses = [], []
+        for day in range(DAYS):
+            spread = 1.0 - (rise or 0.0) * max(0, day - RISE_START + 1)
+            noise = rng.normal(size=(len(labels), dim)) / np.sqrt(dim) * max(spread, 0.05)
+            emb = centres[[int(p) for p in labels]] + noise
+            f = probe_figures(emb, labels, texts, n_resamples=200, seed=day)
+            values.append(f.overall.mean_similarity.value)
+            ses.append(f.overall.mean_similarity.se)
+        out.append((np.array(values), np.array(ses)))
+    return out
+
+
+def false_alarms(series, rule) -> float:
+    """Episodes opened per 60 days."""
+    return sum(len(_episodes(v, s, rule)) for v, s in series) / len(series) * 60 / DAYS
+
+
+def delays(series, rule) -> tuple[float, float, float]:
+    """(mean day of the rise on which the first alert after its start came, share missed within 20 days,
+    share of series that alerted before the rise)."""
+    found, missed, early = [], 0, 0
+    for v, s in series:
+        alerts = _episodes(v, s, rule)
+        if any(a < RISE_START for a in alerts):
+            early += 1
+        later = [a for a in alerts if a >= RISE_START]
+        if later and later[0] - RISE_START + 1 <= 20:
+            found.append(later[0] - RISE_START + 1)
+        else:
+            missed += 1
+    return (float(np.mean(found)) if found else float("nan"), missed / len(series), early / len(series))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="fewer series")
+    args = ap.parse_args()
+    n = 300 if args.quick else 2000
+    rng = np.random.default_rng(0)
+    t0 = time.perf_counter()
+    print(f"analytic model, {n} series x {DAYS} days; false alarms = episodes per 60 stable days")
+    stable = {tau: analytic(rng, n, tau, None) for tau in (0.0, 0.5, 1.0)}
+    rising = {r: analytic(rng, n, 0.0, r) for r in (1.0, 2.0, 3.0)}
+    print(f"{'rule':36s} {'tau=0':>7s} {'tau=.5s':>8s} {'tau=s':>7s} | delay (missed) at rise/day = 1 s, 2 s, 3 s")
+    for name, rule in RULES.items():
+        fa = [false_alarms(stable[t], rule) for t in (0.0, 0.5, 1.0)]
+        ds = [delays(rising[r], rule) for r in (1.0, 2.0, 3.0)]
+        cells = "  ".join(f"{d:4.1f} ({m:4.0%})" for d, m, _ in ds)
+        print(f"{name:36s} {fa[0]:7.2f} {fa[1]:8.2f} {fa[2]:7.2f} | {cells}")
+    m = 8 if args.quick else 30
+    print(f"\nembedding model (real bootstrap se), {m} series x {DAYS} days, 5 prompts x 8 answers")
+    stable_e = embedded(rng, m, None)
+    rising_e = {r: embedded(rng, m, r) for r in (0.01, 0.03)}
+    ratio = np.mean([np.std(np.diff(v)) / np.mean(np.sqrt(s[1:] ** 2 + s[:-1] ** 2)) for v, s in stable_e])
+    print(f"sd of day-to-day changes / bootstrap sd of a change (1 = the bootstrap is calibrated): {ratio:.2f}")
+    for name in ("default", "plain 3 rises in a row (rise_z 0)"):
+        rule = RULES[name]
+        fa = false_alarms(stable_e, rule)
+        ds = [delays(rising_e[r], rule) for r in (0.01, 0.03)]
+        cells = "  ".join(f"{d:4.1f} ({mi:4.0%} missed, {e:4.0%} early)" for d, mi, e in ds)
+        print(f"{name:36s} false alarms/60 days {fa:5.2f} | delay at spread -1%/day, -3%/day: {cells}")
+    print(f"\n{time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
