@@ -19,6 +19,7 @@ from . import __version__
 from .controls import for_terminal
 from .errors import InputError, SampleAuditError
 from .generate.cli import add_generate_parser, add_generation_options, run_generate
+from .cliopts import add_embed_options
 from .probe.cli import add_probe_parser, run_probe
 
 EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -42,11 +43,9 @@ def _formats(value: str) -> list[str]:
 def _add_audit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="reports", metavar="DIR", help="output folder (default: %(default)s)")
     p.add_argument("--config", metavar="FILE", help="TOML file of thresholds and options (see README)")
-    p.add_argument("--embedder", metavar="MODEL", help="sentence-transformers model name or local folder "
-                   "(default: all-MiniLM-L6-v2, shipped offline)")
-    p.add_argument("--device", help="auto (default: cuda > mps > cpu), cpu, cuda, cuda:N, mps")
-    p.add_argument("--batch-size", type=int, metavar="N", help="texts per embedding batch (default 64)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    add_embed_options(p, embedder_help="sentence-transformers model name or local folder (default: "
+                      "all-MiniLM-L6-v2, shipped offline)",
+                      device_help="auto (default: cuda > mps > cpu), cpu, cuda, cuda:N, mps")
     p.add_argument("--threshold", type=float, help="similarity threshold (default: calibrated from the baseline)")
     p.add_argument("--seed", type=int, help="seed of every random choice (default 0)")
     p.add_argument("--fail-on", choices=["warn", "fail", "never"],

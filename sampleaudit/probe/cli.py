@@ -12,6 +12,7 @@ import sys
 from datetime import date as _date
 from pathlib import Path
 
+from ..cliopts import add_embed_options
 from ..errors import InputError
 
 EXAMPLE = (
@@ -84,11 +85,8 @@ def add_probe_parser(subparsers) -> argparse.ArgumentParser:
                    help="seconds to wait for another run holding the history's lock (default: %(default)s)")
     p.add_argument("--gen-batch-size", type=int, metavar="N", help="answers decoded together with --model")
     p.add_argument("--config", metavar="FILE", help="TOML file of options (embedder, device, cache)")
-    p.add_argument("--embedder", metavar="MODEL", help="sentence-transformers model (default: all-MiniLM-L6-v2); "
-                   "the history refuses another one")
-    p.add_argument("--device", help="auto (default), cpu, cuda, cuda:N, mps")
-    p.add_argument("--batch-size", type=int, metavar="N", help="texts per embedding batch (default 64)")
-    p.add_argument("--no-cache", action="store_true", help="do not read or write the embedding cache")
+    add_embed_options(p, embedder_help="sentence-transformers model (default: all-MiniLM-L6-v2); the history "
+                      "refuses another one", device_help="auto (default), cpu, cuda, cuda:N, mps")
     p.add_argument("--threshold", type=float, help="cosine that makes two answers highly similar (default 0.9)")
     p.add_argument("--seed", type=int, help="seed of generation and of the bootstrap (default 0)")
     p.add_argument("-q", "--quiet", action="store_true", help="no log lines on stderr")
