@@ -242,16 +242,21 @@ def test_repetition_check_messages_name_the_opening():
 
 
 def test_coverage_is_not_measured_where_the_embedder_cannot_read_the_script():
-    """A Chinese baseline under an English-only embedder: its clusters do not follow topics, so
-    coverage says it cannot judge (no coverage check, a warning) instead of passing."""
+    """A Chinese baseline under an English-only embedder: its embedding clusters do not follow
+    topics, so with coverage.representation "embedding" coverage says it cannot judge (no coverage
+    check, a warning) instead of passing; by default ("auto") it clusters character n-grams."""
     poems = [f"床前明月光，疑是地上霜，第{i}首。" for i in range(40)]
     tech = [f"模型在第{i}步之后开始重复同一句话，训练损失仍在下降。" for i in range(40)]
     base = SampleSet.from_texts(poems + tech, name="train")
     narrow = SampleSet.from_texts(tech[:30], name="zh-narrow")
-    r = audit([narrow], baseline=base, embedder=_NamedHashing(), cache=False)
+    forced = Config().with_overrides(**{"coverage.representation": "embedding"})
+    r = audit([narrow], baseline=base, embedder=_NamedHashing(), cache=False, config=forced)
     c = r.checkpoint("zh-narrow")
-    assert c.coverage is None and "coverage" not in [ch.name for ch in c.checks]
-    assert any("coverage not measured: 100% of the texts are in cjk script" in w for w in c.warnings)
+    assert c.coverage is None and "coverage_ratio" not in [ch.figure for ch in c.checks]
+    assert any("coverage not measured: 100% of the baseline are in cjk script" in w for w in c.warnings)
+    auto = audit([narrow], baseline=base, embedder=_NamedHashing(), cache=False).checkpoint("zh-narrow")
+    assert auto.coverage.representation == "lexical"
+    assert "coverage_ratio" in [ch.figure for ch in auto.checks]
     english = audit([SampleSet.from_texts(healthy(30, 1), name="en")],
                     baseline=SampleSet.from_texts(healthy(80, 2), name="train"), embedder=_NamedHashing(), cache=False)
     assert english.checkpoint("en").coverage is not None
