@@ -45,6 +45,10 @@ class EmbedConfig(_Section):
         "chunks", description="texts longer than the embedder reads at once (256 word pieces for "
         "all-MiniLM-L6-v2): chunks = mean of overlapping windows over the whole text; truncate = first 256 only")
     cache_dir: str | None = Field(None, description="default: $SAMPLEAUDIT_CACHE_DIR or $XDG_CACHE_HOME/sampleaudit")
+    backend: Literal["auto", "torch", "openvino"] = Field(
+        "auto", description="runtime of the embedding model: auto = OpenVINO on the CPU when the package is "
+        "installed (about 2x faster, bf16 on CPUs with bf16 units; exported once into cache_dir/models), "
+        "else torch; torch on a GPU")
 
 
 class SimilarityConfig(_Section):
@@ -272,8 +276,8 @@ def load_config(path: str | Path | None) -> Config:
 # Settings that change no figure of an audit (how it ran, what the report shows, the exit-code
 # policy); every other setting must agree for two audits to be compared.
 RUN_ONLY_SETTINGS = (
-    "fail_on", "embed.device", "embed.batch_size", "embed.cache", "embed.cache_dir", "similarity.block_size",
-    "report",
+    "fail_on", "embed.device", "embed.batch_size", "embed.cache", "embed.cache_dir", "embed.backend",
+    "similarity.block_size", "report",
 )
 
 
