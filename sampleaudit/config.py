@@ -65,6 +65,9 @@ class SimilarityConfig(_Section):
     calibration_draws: int = Field(5, ge=1, description="seeded baseline subsamples averaged for the calibration")
     near_duplicate_threshold: float = Field(0.95, ge=-1.0, le=1.0, description="cosine linking near-duplicate samples into groups")
     block_size: int = Field(1024, ge=1, description="rows per block of the similarity computation (memory O(n * block))")
+    device: str = Field("auto", pattern=r"^(auto|numpy|cpu|cuda|cuda:\d+)$",
+                        description="where the similarity blocks run: auto = torch on the GPU when one is present, "
+                        "else numpy; numpy; or a torch device (cpu, cuda, cuda:N)")
     histogram_bins: int = Field(100, description="bins of the reported histograms over [-1, 1]; must divide 2000")
 
     @field_validator("histogram_bins")
@@ -277,7 +280,7 @@ def load_config(path: str | Path | None) -> Config:
 # policy); every other setting must agree for two audits to be compared.
 RUN_ONLY_SETTINGS = (
     "fail_on", "embed.device", "embed.batch_size", "embed.cache", "embed.cache_dir", "embed.backend",
-    "similarity.block_size", "report",
+    "similarity.block_size", "similarity.device", "report",
 )
 
 
