@@ -118,7 +118,7 @@ def audit(
     dim = dims.pop()
     if embedder is not None:
         info = EmbedderInfo(embedder.model_id, embedder.dim, embedder.device, getattr(embedder, "precision", "fp32"),
-                            getattr(embedder, "backend", "torch"))
+                            getattr(embedder, "backend", "unknown"))
     else:
         info = EmbedderInfo(embedder_id or "precomputed", dim, "n/a")
 

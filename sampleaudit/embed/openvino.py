@@ -99,17 +99,21 @@ def export(st_model, folder: Path) -> Path:
         return folder
     import openvino as ov
     import torch
+    from transformers.utils import logging as hf_logging
 
     names = input_names(st_model)
     example = st_model.preprocess(["an example sentence", "another, somewhat longer, example sentence"])
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    verbosity = hf_logging.get_verbosity()
     try:
+        hf_logging.set_verbosity_error()  # transformers' notes while tracing; the process's level comes back
         with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")  # tracer warnings from transformers
             model = ov.convert_model(_Wrapped(_transformer(st_model), names),
                                      example_input=tuple(example[k] for k in names),
                                      input=[(ov.PartialShape([-1, -1]), ov.Type.i64)] * len(names))
+        hf_logging.set_verbosity(verbosity)
         for i, name in zip(model.inputs, names):
             i.get_tensor().set_names({name})
         ov.save_model(model, str(tmp / "model.xml"), compress_to_fp16=False)
@@ -120,6 +124,7 @@ def export(st_model, folder: Path) -> Path:
             if not (folder / "model.xml").is_file():
                 raise
     finally:
+        hf_logging.set_verbosity(verbosity)
         shutil.rmtree(tmp, ignore_errors=True)
     return folder
 
