@@ -74,7 +74,7 @@ def _onnx_runs(st_model, folder: Path) -> dict:
 
 
 def _openvino_runs(st_model, folder: Path) -> dict:
-    import openvino as ov
+    ov = ovb.import_openvino()
 
     t = time.perf_counter()
     ovb.export(st_model, folder)

@@ -87,13 +87,15 @@ def test_backend_is_a_run_setting_and_checked_by_compare():
 
 
 @pytest.mark.slow
-def test_openvino_matches_torch_and_exports_once(real_cache_dir, monkeypatch, capfd):
+def test_openvino_matches_torch_and_exports_once(real_cache_dir, monkeypatch, capfd, tmp_path):
     pytest.importorskip("openvino")
     texts = ["a cat sat on the mat", "quarterly tax filing deadlines", "word " * 400]
     torch_emb = load_embedder(device="cpu", backend="torch")
     capfd.readouterr()
+    monkeypatch.setenv("HOME", str(tmp_path))
     ov_emb = load_embedder(device="cpu", backend="openvino", model_cache_dir=real_cache_dir / "ov-test")
     assert capfd.readouterr() == ("", "")  # the export is quiet
+    assert not (tmp_path / "intel").exists()  # and sends no OpenVINO telemetry (which would write ~/intel)
     assert ov_emb.backend == "openvino" and ov_emb.precision in {"bf16", "fp32"}
     assert cache_key(ov_emb).endswith(f"|{ov_emb.precision}|chunks|openvino")
     a, b = torch_emb.encode(texts), ov_emb.encode(texts)

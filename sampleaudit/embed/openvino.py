@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -54,10 +55,9 @@ def input_names(st_model) -> list[str]:
 
 def _fingerprint(location: str, model_id: str) -> str:
     """Changes when the model's files, the export code or the OpenVINO or torch version change."""
-    import openvino
     import torch
 
-    parts = [model_id, str(EXPORT_VERSION), openvino.__version__, torch.__version__]
+    parts = [model_id, str(EXPORT_VERSION), import_openvino().__version__, torch.__version__]
     folder = Path(location)
     if folder.is_dir():
         for f in sorted(p for p in folder.rglob("*") if p.is_file()):
@@ -70,6 +70,30 @@ def export_folder(cache_dir: Path, location: str, model_id: str) -> Path:
     """Where the export of this model lives: <cache_dir>/models/<name>-openvino-<fingerprint>."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", model_id.rstrip("/").rsplit("/", 1)[-1]).strip("-.") or "model"
     return Path(cache_dir) / "models" / f"{name}-openvino-{_fingerprint(location, model_id)}"
+
+
+def import_openvino():
+    """`import openvino`, without OpenVINO's usage telemetry.
+
+    Importing openvino imports its converter, which by default sends usage events to Google
+    Analytics and writes ~/intel/ unless the user opted out. With `openvino_telemetry` hidden while
+    the package first loads, the converter takes its own stub (its path when openvino-telemetry is
+    not installed), for the whole process.
+    """
+    if "openvino" not in sys.modules:
+        hidden = sys.modules.get("openvino_telemetry", _ABSENT)
+        sys.modules["openvino_telemetry"] = None  # makes `import openvino_telemetry` raise ImportError
+        try:
+            import openvino  # noqa: F401
+        finally:
+            if hidden is _ABSENT:
+                del sys.modules["openvino_telemetry"]
+            else:
+                sys.modules["openvino_telemetry"] = hidden
+    return sys.modules["openvino"]
+
+
+_ABSENT = object()
 
 
 class _Wrapped:
@@ -97,10 +121,10 @@ def export(st_model, folder: Path) -> Path:
     """
     if (folder / "model.xml").is_file() and (folder / "model.bin").is_file():
         return folder
-    import openvino as ov
     import torch
     from transformers.utils import logging as hf_logging
 
+    ov = import_openvino()
     names = input_names(st_model)
     example = st_model.preprocess(["an example sentence", "another, somewhat longer, example sentence"])
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -133,8 +157,7 @@ class OpenVINOTransformer:
     """Runs the exported transformer on the CPU: features (numpy) in, token embeddings out."""
 
     def __init__(self, folder: Path):
-        import openvino as ov
-
+        ov = import_openvino()
         self.names = json.loads((folder / "export.json").read_text())["inputs"]
         core = ov.Core()
         self._compiled = core.compile_model(core.read_model(str(folder / "model.xml")), "CPU")
