@@ -87,8 +87,8 @@ def test_backend_is_a_run_setting_and_checked_by_compare():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not ovb.available(), reason="openvino is not installed")  # importorskip would import it
 def test_openvino_matches_torch_and_exports_once(real_cache_dir, monkeypatch, capfd, tmp_path):
-    pytest.importorskip("openvino")
     texts = ["a cat sat on the mat", "quarterly tax filing deadlines", "word " * 400]
     torch_emb = load_embedder(device="cpu", backend="torch")
     capfd.readouterr()
