@@ -109,3 +109,16 @@ def test_openvino_matches_torch_and_exports_once(real_cache_dir, monkeypatch, ca
     monkeypatch.setattr(openvino, "convert_model", lambda *a, **k: pytest.fail("exported twice"))
     again = load_embedder(device="cpu", model_cache_dir=real_cache_dir / "ov-test")  # auto: the same export
     assert again.backend == "openvino" and np.allclose(again.encode(texts[:1]), b[:1], atol=1e-6)
+
+
+def test_audit_records_the_backend_and_the_embedders_warnings():
+    from sampleaudit import audit
+    from sampleaudit.samples import SampleSet
+
+    emb = HashingEmbedder(32)
+    emb.backend, emb.precision = "openvino", "bf16"
+    emb.warnings = ["OpenVINO could not convert m (RuntimeError: x); embedded with torch instead"]
+    texts = [f"sample number {i} about topic {i % 7}" for i in range(12)]
+    result = audit([SampleSet.from_texts(texts, name="c")], embedder=emb)
+    assert (result.embedder.backend, result.embedder.precision) == ("openvino", "bf16")
+    assert emb.warnings[0] in result.warnings
