@@ -209,7 +209,8 @@ def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, name
         progress = not args.quiet and sys.stderr.isatty()
         embedder = load_embedder(config.embed.model, device=config.embed.device,
                                  batch_size=config.embed.batch_size, progress=progress,
-                                 long_text=config.embed.long_text)
+                                 long_text=config.embed.long_text, backend=config.embed.backend,
+                                 model_cache_dir=config.embed.cache_dir)
         result = audit(sets, baseline=base, config=config, embedder=embedder, log=log,
                        command=["sampleaudit", *argv], generation=generation)
         outputs = build_outputs(result, formats, warn=log)

@@ -54,6 +54,8 @@ def _differences(items: Sequence[tuple[str, AuditResult]]) -> list[str]:
             differ("the baseline file hash (sha256)", a_base.sha256, src, b_base.sha256)
         if other.embedder.precision != first.embedder.precision:
             differ("the embedding precision", first.embedder.precision, src, other.embedder.precision)
+        if other.embedder.backend != first.embedder.backend:
+            differ("the embedding backend", first.embedder.backend, src, other.embedder.backend)
         config = figure_settings(other.provenance.config or {})
         for key in sorted(set(first_config) | set(config)):
             if first_config.get(key) != config.get(key):

@@ -45,6 +45,10 @@ class EmbedConfig(_Section):
         "chunks", description="texts longer than the embedder reads at once (256 word pieces for "
         "all-MiniLM-L6-v2): chunks = mean of overlapping windows over the whole text; truncate = first 256 only")
     cache_dir: str | None = Field(None, description="default: $SAMPLEAUDIT_CACHE_DIR or $XDG_CACHE_HOME/sampleaudit")
+    backend: Literal["auto", "torch", "openvino"] = Field(
+        "auto", description="runtime of the embedding model: auto = OpenVINO on the CPU when the package is "
+        "installed (about 2x faster, bf16 on CPUs with bf16 units; exported once into cache_dir/models), "
+        "else torch; torch on a GPU")
 
 
 class SimilarityConfig(_Section):
@@ -61,6 +65,9 @@ class SimilarityConfig(_Section):
     calibration_draws: int = Field(5, ge=1, description="seeded baseline subsamples averaged for the calibration")
     near_duplicate_threshold: float = Field(0.95, ge=-1.0, le=1.0, description="cosine linking near-duplicate samples into groups")
     block_size: int = Field(1024, ge=1, description="rows per block of the similarity computation (memory O(n * block))")
+    device: str = Field("auto", pattern=r"^(auto|numpy|cpu|cuda|cuda:\d+)$",
+                        description="where the similarity blocks run: auto = torch on the GPU when one is present, "
+                        "else numpy; numpy; or a torch device (cpu, cuda, cuda:N)")
     histogram_bins: int = Field(100, description="bins of the reported histograms over [-1, 1]; must divide 2000")
 
     @field_validator("histogram_bins")
@@ -277,8 +284,8 @@ def load_config(path: str | Path | None) -> Config:
 # Settings that change no figure of an audit (how it ran, what the report shows, the exit-code
 # policy); every other setting must agree for two audits to be compared.
 RUN_ONLY_SETTINGS = (
-    "fail_on", "embed.device", "embed.batch_size", "embed.cache", "embed.cache_dir", "similarity.block_size",
-    "report",
+    "fail_on", "embed.device", "embed.batch_size", "embed.cache", "embed.cache_dir", "embed.backend",
+    "similarity.block_size", "similarity.device", "report",
 )
 
 

@@ -35,7 +35,7 @@ from .metrics.lexical import lexical_diversity
 from .metrics.neardup import near_duplicates
 from .metrics.prompts import prompt_diversity
 from .metrics.repetition import repetition_stats
-from .metrics.similarity import most_similar_pairs, similarity_distribution
+from .metrics.similarity import most_similar_pairs, similarity_device, similarity_distribution
 from .metrics.vendi import vendi_score
 from .reference import MapProjection, Reference, check_distinct_names, input_warnings
 from .results import (
@@ -75,10 +75,11 @@ def similarity_section(samples: SampleSet, emb: np.ndarray, cal: ThresholdCalibr
                        config: Config, model_id: str) -> SimilaritySection:
     """Similarity, near-duplicate groups, Vendi and their intervals for one set."""
     cfg, seed = config.similarity, config.seed
+    device = similarity_device(cfg.device)
     sim, nn = similarity_distribution(emb, threshold=cal.threshold, block_size=cfg.block_size,
-                                      n_bins=cfg.histogram_bins)
+                                      n_bins=cfg.histogram_bins, device=device)
     dup = near_duplicates(emb, threshold=cfg.near_duplicate_threshold, ids=samples.ids, nearest=nn,
-                          block_size=cfg.block_size)
+                          block_size=cfg.block_size, device=device)
     pairs = [PairView(p.similarity, _view(samples, p.i), _view(samples, p.j))
              for p in most_similar_pairs(nn, k=config.report.n_pairs)]
     fixed = model_threshold(model_id)

@@ -94,7 +94,8 @@ def audit(
     to_embed = [s for s in everything if s.name not in given]
     if to_embed and embedder is None:
         embedder = load_embedder(config.embed.model, device=config.embed.device, batch_size=config.embed.batch_size,
-                                 long_text=config.embed.long_text)
+                                 long_text=config.embed.long_text, backend=config.embed.backend,
+                                 model_cache_dir=config.embed.cache_dir)
     if given and to_embed and embedder_id is not None and embedder_id != embedder.model_id:
         raise InputError(f"the precomputed embeddings were made with {embedder_id!r} but the other sets are embedded "
                          f"with {embedder.model_id!r}; one audit needs one embedder")
@@ -116,11 +117,13 @@ def audit(
         raise InputError(f"all embeddings must have the same dimension; got {sorted(dims)}")
     dim = dims.pop()
     if embedder is not None:
-        info = EmbedderInfo(embedder.model_id, embedder.dim, embedder.device, getattr(embedder, "precision", "fp32"))
+        info = EmbedderInfo(embedder.model_id, embedder.dim, embedder.device, getattr(embedder, "precision", "fp32"),
+                            getattr(embedder, "backend", "unknown"))
     else:
         info = EmbedderInfo(embedder_id or "precomputed", dim, "n/a")
 
     warnings = list(store.warnings) if store is not None else []
+    warnings += list(getattr(embedder, "warnings", None) or [])
     if info.model == "precomputed":
         warnings.append("precomputed embeddings of an unknown model: `compare` cannot merge this audit with others "
                         "(pass embedder_id= to audit())")

@@ -40,12 +40,14 @@ class ToolInfo:
 @dataclass(frozen=True)
 class EmbedderInfo:
     """The model the vectors come from ("precomputed" when unknown), their dimension, where they
-    were computed and at which precision ("fp32", "fp16"; "unknown" for precomputed vectors)."""
+    were computed, at which precision ("fp32", "fp16", "bf16"; "unknown" for precomputed vectors)
+    and by which runtime ("torch", "openvino"; "unknown" for precomputed vectors)."""
 
     model: str
     dim: int
     device: str
     precision: str = "unknown"
+    backend: str = "unknown"
 
 
 @dataclass(frozen=True)

@@ -57,5 +57,6 @@ def demo_result(real_cache_dir):
 
     data = Path(__file__).resolve().parent.parent / "data_samples"
     checkpoints = sorted(data.glob("ckpt-*.jsonl"))
-    return audit(checkpoints, baseline=data / "baseline.jsonl", embedder=load_embedder(device="cpu"),
+    return audit(checkpoints, baseline=data / "baseline.jsonl",
+                 embedder=load_embedder(device="cpu", model_cache_dir=real_cache_dir),
                  cache=EmbeddingCache(real_cache_dir))

@@ -150,6 +150,17 @@ def test_in_memory_baseline_cannot_be_verified(week):
     assert "has no file hash" in _refusal([last_week, unknown])
 
 
+def test_a_different_embedding_backend_is_refused(week, hashing_embedder):
+    last_week, today = week
+    assert last_week.embedder.backend == "unknown"  # the hashing embedder names no runtime
+    openvino = dataclasses.replace(today, embedder=dataclasses.replace(today.embedder, backend="openvino",
+                                                                       precision="bf16"))
+    message = _refusal([last_week, openvino])
+    assert "the embedding backend is 'unknown' in a/audit.json but 'openvino' in b/audit.json" in message
+    assert "the embedding precision is 'fp32' in a/audit.json but 'bf16' in b/audit.json" in message
+    assert from_json(to_json(openvino)).embedder.backend == "openvino"  # audit.json keeps it
+
+
 def test_schema_version_must_match(week):
     last_week, today = week
     assert "schema_version is 2 in a/audit.json but 3 in b/audit.json" in _refusal(

@@ -235,7 +235,7 @@ def test_default_model_loads_quietly_offline_and_leaves_no_trace(capfd):
     hook_before = hf_logging.set_tqdm_hook(None)
     hf_logging.set_tqdm_hook(hook_before)
     capfd.readouterr()
-    emb = load_embedder(device="cpu")
+    emb = load_embedder(device="cpu", backend="torch")  # the OpenVINO default: tests/test_embed_backend.py
     out, err = capfd.readouterr()
     assert (out, err) == ("", "")  # no "Loading weights" bar, no other chatter
     assert dict(os.environ) == env_before  # no TOKENIZERS_PARALLELISM or anything else set

@@ -9,13 +9,16 @@ __all__ = ["DEFAULT_LOCK_TIMEOUT", "Embedder", "EmbeddingCache", "cache_key", "c
 
 
 def load_embedder(model: str | None = None, *, device: str | None = None, batch_size: int = 64,
-                  progress: bool = False, long_text: str = "chunks") -> Embedder:
+                  progress: bool = False, long_text: str = "chunks", backend: str = "auto",
+                  model_cache_dir: str | None = None) -> Embedder:
     """The sentence-transformers embedder (imported lazily: torch loads only when needed).
 
     Checks `device` (see check_device) and finds the model (see resolve_model) before loading
     anything; raises InputError or ModelError, one line each, when either cannot be used.
+    `backend`: "auto" (OpenVINO on the CPU when installed, else torch), "torch" or "openvino";
+    the OpenVINO export is kept under `model_cache_dir` (default: the embedding cache folder).
     """
     from .sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size, progress=progress,
-                                       long_text=long_text)
+                                       long_text=long_text, backend=backend, model_cache_dir=model_cache_dir)

@@ -20,7 +20,8 @@ class Embedder(Protocol):
     `model_id` names the model for provenance and the cache key (a different model must have a
     different id); `device` is where it runs ("cpu", "cuda", "mps"); `precision` is the number
     format the model computes in ("fp32", "fp16", "bf16", ...), part of the cache key so vectors
-    of different precision never mix (an embedder without one is cached as "fp32").
+    of different precision never mix (an embedder without one is cached as "fp32"). An optional
+    `backend` attribute names the runtime ("torch", "openvino"); it too is part of the cache key.
     """
 
     model_id: str
@@ -41,13 +42,15 @@ def normalize_rows(x: np.ndarray) -> np.ndarray:
 
 
 def cache_key(embedder: Embedder) -> str:
-    """The key an embedder's vectors are cached under: "<model id>|<precision>".
+    """The key an embedder's vectors are cached under: "<model id>|<precision>[|<variant>][|<backend>]".
 
-    An embedder without a `precision` attribute is taken as "fp32" (as the pipeline's provenance does).
+    An embedder without a `precision` attribute is taken as "fp32" (as the pipeline's provenance does);
+    one without a `backend`, or with "torch", adds nothing (keys made before backends existed still hold).
     """
     precision = getattr(embedder, "precision", None) or "fp32"
     variant = getattr(embedder, "cache_variant", "")  # e.g. "chunks": long texts embedded by windows
-    return f"{embedder.model_id}|{precision}" + (f"|{variant}" if variant else "")
+    backend = getattr(embedder, "backend", "torch") or "torch"  # another runtime computes other vectors
+    return "|".join([embedder.model_id, precision] + [p for p in (variant, backend) if p and p != "torch"])
 
 
 def _sound(vectors: dict[str, np.ndarray], dim: int) -> dict[str, np.ndarray]:

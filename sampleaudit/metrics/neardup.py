@@ -45,17 +45,37 @@ class NearDuplicateResult:
     groups: list[NearDuplicateGroup]
 
 
-def component_labels(x: np.ndarray, *, threshold: float, block_size: int = 1024) -> np.ndarray:
+def _edges(x: np.ndarray, threshold: float, block_size: int, device: str | None):
+    """Yield (row offset, i, j): each block's pairs i < j (j global) with cosine >= threshold."""
+    n = x.shape[0]
+    if device is None:
+        for start, sims in iter_similarity_blocks(x, block_size=block_size):
+            rows = np.arange(start, start + sims.shape[0])
+            yield (start, *np.nonzero((sims >= threshold) & (np.arange(n)[None, :] > rows[:, None])))
+        return
+    import torch
+
+    t = torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32)).to(device)
+    cols = torch.arange(n, device=device)
+    with torch.inference_mode():
+        for start in range(0, n, block_size):
+            sims = t[start : start + block_size] @ t.T
+            rows = cols[start : start + sims.shape[0]]
+            i, j = torch.nonzero((sims >= threshold) & (cols[None, :] > rows[:, None]), as_tuple=True)
+            yield start, i.cpu().numpy(), j.cpu().numpy()
+
+
+def component_labels(x: np.ndarray, *, threshold: float, block_size: int = 1024,
+                     device: str | None = None) -> np.ndarray:
     """Label of each row's connected component in the graph cosine >= threshold.
 
     Trusts its input: float32, L2-normalised rows. Labels are the smallest row index of the
-    component, so they do not depend on how components are discovered.
+    component, so they do not depend on how components are discovered. `device`: None (numpy) or
+    the torch device the similarity blocks run on.
     """
     n = x.shape[0]
     labels = np.arange(n)
-    for start, sims in iter_similarity_blocks(x, block_size=block_size):
-        rows = np.arange(start, start + sims.shape[0])
-        i, j = np.nonzero((sims >= threshold) & (np.arange(n)[None, :] > rows[:, None]))
+    for start, i, j in _edges(x, threshold, block_size, device):
         if i.size == 0:
             continue
         # Graph = this block's edges + each node's edge to its current representative.
@@ -77,13 +97,15 @@ def near_duplicates(
     max_members: int = 50,
     block_size: int = 1024,
     nearest: NearestNeighbors | None = None,
+    device: str | None = None,
 ) -> NearDuplicateResult:
     """Groups of samples connected by cosine >= `threshold` (single linkage), largest first.
 
     Each group's example is the member closest to the group's mean direction. Ties in group
     size are broken by the smallest member index. `nearest`, the NearestNeighbors that
     `similarity_distribution` returned for the same embeddings, saves a pass over all pairs:
-    only rows whose nearest neighbour reaches the threshold can have an edge.
+    only rows whose nearest neighbour reaches the threshold can have an edge. `device`: None
+    (numpy) or the torch device the similarity blocks run on (metrics/similarity.similarity_device).
     """
     x = check_unit_norm(check_embeddings(embeddings))
     n = x.shape[0]
@@ -94,7 +116,7 @@ def near_duplicates(
     ids_ = optional_strings(ids, n, "ids", rows="embedding row")
 
     if nearest is None:
-        labels = component_labels(x, threshold=threshold, block_size=block_size)
+        labels = component_labels(x, threshold=threshold, block_size=block_size, device=device)
     else:
         if nearest.similarity.shape != (n,):
             raise InputError(
@@ -103,7 +125,7 @@ def near_duplicates(
             )
         labels = np.arange(n)
         rows = np.flatnonzero(nearest.similarity >= threshold)
-        labels[rows] = rows[component_labels(x[rows], threshold=threshold, block_size=block_size)]
+        labels[rows] = rows[component_labels(x[rows], threshold=threshold, block_size=block_size, device=device)]
     roots, sizes = np.unique(labels, return_counts=True)
     multi = sizes >= 2
     roots, sizes = roots[multi], sizes[multi]

@@ -2,7 +2,8 @@
 
 Memory stays O(n * block_size): the n*n similarity matrix is never held at once. Quantiles of
 the pairwise distribution come from a fine histogram (bin width 0.001), so they are exact to
-within 0.001 whatever n is.
+within 0.001 whatever n is. `device` (None: numpy) runs the blocks with torch on that device
+("cuda" on a GPU machine; "cpu" runs the very same torch code, which is how it is tested).
 """
 
 from __future__ import annotations
@@ -83,11 +84,62 @@ def iter_similarity_blocks(
         yield start, x[start : start + block_size] @ y.T
 
 
-def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024) -> NearestNeighbors:
+def similarity_device(name: str | None = "auto") -> str | None:
+    """The torch device the similarity blocks run on, or None for numpy.
+
+    "auto": "cuda" when torch is installed and sees a GPU, else None (numpy); "numpy": None;
+    "cpu", "cuda", "cuda:N": that torch device (no check here; torch raises if it is absent).
+    """
+    if name in (None, "numpy"):
+        return None
+    if name != "auto":
+        return name
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else None
+
+
+def _nearest_neighbors_torch(embeddings: np.ndarray, block_size: int, device: str) -> NearestNeighbors:
+    """nearest_neighbors with torch on `device`: the same blocks, bins and ties as the numpy path."""
+    import torch
+
+    n = embeddings.shape[0]
+    x = torch.from_numpy(np.ascontiguousarray(embeddings, dtype=np.float32)).to(device)
+    cols = torch.arange(n, device=device)
+    counts = torch.zeros(_FINE_BINS, dtype=torch.int64, device=device)
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    nn_idx = torch.empty(n, dtype=torch.int64, device=device)
+    nn_sim = torch.empty(n, dtype=torch.float32, device=device)
+    with torch.inference_mode():
+        for start in range(0, n, block_size):
+            sims = (x[start : start + block_size] @ x.T).clamp_(-1.0, 1.0)
+            rows = cols[start : start + sims.shape[0]]
+            pairs = sims[cols[None, :] > rows[:, None]]
+            total += pairs.sum(dtype=torch.float64)
+            bins = ((pairs + 1.0) * (_FINE_BINS / 2)).to(torch.int32).clamp_(max=_FINE_BINS - 1)
+            counts += torch.bincount(bins, minlength=_FINE_BINS)
+            del pairs, bins
+            local = torch.arange(sims.shape[0], device=device)
+            sims[local, rows] = -torch.inf
+            best = sims.argmax(dim=1)  # first maximum, as numpy's argmax
+            nn_idx[rows] = best
+            nn_sim[rows] = sims[local, best]
+    return NearestNeighbors(nn_idx.cpu().numpy(), nn_sim.cpu().numpy(), counts.cpu().numpy(), float(total.item()),
+                            n * (n - 1) // 2)
+
+
+def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024, device: str | None = None) -> NearestNeighbors:
     """One blockwise pass: each row's most similar other row, and the histogram of all pairs.
 
-    Trusts its input: float32, L2-normalised, finite, at least 2 rows.
+    Trusts its input: float32, L2-normalised, finite, at least 2 rows. `device`: None for numpy,
+    else the torch device to run on (results equal numpy's within float tolerance).
     """
+    if device is not None:
+        return _nearest_neighbors_torch(embeddings, block_size, device)
     n = embeddings.shape[0]
     nn_idx = np.empty(n, dtype=np.int64)
     nn_sim = np.empty(n, dtype=np.float32)
@@ -148,13 +200,14 @@ def _distribution(values: np.ndarray, n_bins: int) -> Distribution:
 
 
 def similarity_distribution(
-    embeddings, *, threshold: float, block_size: int = 1024, n_bins: int = 100
+    embeddings, *, threshold: float, block_size: int = 1024, n_bins: int = 100, device: str | None = None
 ) -> tuple[SimilarityResult, NearestNeighbors]:
     """Pairwise cosine-similarity distribution and nearest-neighbour similarity.
 
     Rows are L2-normalised first. Returns the summary and the per-sample nearest neighbours
     (kept out of the summary so callers can list the most similar pairs by id).
-    `n_bins` must divide 2000 (e.g. 40, 50, 100, 200).
+    `n_bins` must divide 2000 (e.g. 40, 50, 100, 200). `device`: None (numpy) or a torch device
+    (see similarity_device).
     """
     x = check_unit_norm(check_embeddings(embeddings, min_rows=2))
     if not -1.0 <= threshold <= 1.0:
@@ -163,7 +216,7 @@ def similarity_distribution(
         raise InputError(f"block_size must be a positive integer; got {block_size}")
     if n_bins < 1 or _FINE_BINS % n_bins:
         raise InputError(f"n_bins must divide {_FINE_BINS}; got {n_bins}")
-    nn = nearest_neighbors(x, block_size=block_size)
+    nn = nearest_neighbors(x, block_size=block_size, device=device)
     high = int((nn.similarity >= threshold).sum())
     result = SimilarityResult(
         n_samples=int(x.shape[0]),
