@@ -152,8 +152,8 @@ def audit(
         warnings.append(NO_BASELINE)
     if parallel:
         return _audit_on(executor, sets, generate, vectors, n_long, reference, config, embedder, embedder_factory,
-                         info, store, warnings, log=log, progress=progress, started=started, command=command,
-                         generation=generation)
+                         info, store, warnings, sizes=sizes, log=log, progress=progress, started=started,
+                         command=command, generation=generation)
     if base is None:
         projection = fit_map([vectors[s.name] for s in sets], seed=config.seed, fitted_on="checkpoints")
     results = []
@@ -171,7 +171,7 @@ def audit(
 
 
 def _audit_on(executor, sets, generate, vectors, n_long, reference, config, embedder, factory, info, store,
-              warnings, *, log, progress, started, command, generation) -> AuditResult:
+              warnings, *, sizes, log, progress, started, command, generation) -> AuditResult:
     """The checkpoints' work as executor tasks (one per checkpoint); the driver assembles."""
     from .executors import Job, Shared, checkpoint_task, same_embedder
 
@@ -179,7 +179,11 @@ def _audit_on(executor, sets, generate, vectors, n_long, reference, config, embe
         factory = functools.partial(same_embedder, embedder) if embedder is not None else None
     jobs = [Job(s.name, samples=s, embeddings=vectors.get(s.name)) for s in sets]
     jobs += [Job(g["name"], generate=g) for g in generate]
-    shared = Shared(config, factory, info, getattr(embedder, "max_tokens", None), reference,
+    # the workers get the reference without the baseline's texts and vectors when every checkpoint's
+    # size is known here (generation with --per-prompt: not), its calibrations computed once, here
+    sized = reference is not None and all(g.get("n") for g in generate)
+    shipped = reference.for_workers(sizes) if sized else reference
+    shared = Shared(config, factory, info, getattr(embedder, "max_tokens", None), shipped,
                     cache_dir=str(store.directory) if store is not None and store.check() else None)
     projection = None
     log(f"running {len(jobs)} checkpoint(s) on {executor.name}")

@@ -89,6 +89,25 @@ def test_executor_options_are_checked():
         make_executor("local", gpus=1)
 
 
+def test_workers_get_the_reference_without_the_baseline_texts():
+    from sampleaudit import assemble, audit_checkpoint, fit_reference
+    from sampleaudit.config import Config
+    from sampleaudit.embed import embed_texts
+
+    base, cks = _sets()
+    emb = HashingEmbedder(128)
+    reference = fit_reference(base, embed_texts(base.texts, emb), Config(), embedder=emb.model_id)
+    shipped = reference.for_workers({50, 40})
+    blob = pickle.dumps(shipped)
+    assert not any(t.encode() in blob for t in base.texts) and len(blob) < len(pickle.dumps(reference)) / 2
+    vectors = [embed_texts(s.texts, emb) for s in cks]
+    on_worker = [audit_checkpoint(s, v, pickle.loads(blob)) for s, v in zip(cks, vectors)]
+    here = [audit_checkpoint(s, v, reference) for s, v in zip(cks, vectors)]
+    assert _figures(assemble(on_worker, reference)) == _figures(assemble(here, reference))
+    with pytest.raises(ValueError, match="not for 30"):
+        shipped.at_size(30)
+
+
 def test_local_processes_give_the_same_audit():
     base, cks = _sets()
     emb = HashingEmbedder(128)
