@@ -188,7 +188,7 @@ def _generation_specs(args, *, remote: bool, log) -> list[dict]:
     for model in args.model:
         name = Path(str(model).rstrip("/")).name.removesuffix(".gguf") or str(model)
         specs.append(dict(model=model, prompts=args.prompts, n=args.n, per_prompt=args.per_prompt,
-                          out=(Path(args.out).resolve() if remote else Path(args.out)) / "samples" / f"{name}.jsonl", options=options_from_args(args),
+                          out=Path(args.out) / "samples" / f"{name}.jsonl", options=options_from_args(args),
                           backend=args.backend, name=name, device=args.device, dtype=args.dtype,
                           batch_size=args.gen_batch_size, trust_remote_code=args.trust_remote_code,
                           progress=not remote and not args.quiet and sys.stderr.isatty(),

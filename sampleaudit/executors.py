@@ -8,6 +8,7 @@ outputs in job order, so the driver assembles the same AuditResult whatever ran 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -170,8 +171,9 @@ class RayExecutor:
         if ray.is_initialized():
             return
         try:
+            # Ray's own log lines (and the workers') stay out of the CLI's stderr: errors come back as exceptions
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False,
-                     configure_logging=False)
+                     logging_level=logging.ERROR)
         except ConnectionError as exc:
             raise InputError(f"cannot reach the Ray cluster at --ray-address {self.address!r}: "
                              f"{' '.join(str(exc).split())}") from None

@@ -171,3 +171,31 @@ def test_bad_input_in_a_ray_task_is_exit_2_one_line_nothing_written(local_ray, t
     assert code == 2 and len(err) == 1
     assert err[0].startswith("sampleaudit: error: ") and str(missing) in err[0]
     assert not (out / "audit.json").exists() and not list(out.glob("**/*.jsonl"))
+
+
+def test_ray_generates_on_the_workers_the_samples_the_local_run_generates(local_ray, tmp_path, write_jsonl,
+                                                                          monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tiny_lm", Path(__file__).with_name("tiny_lm.py"))
+    tiny_lm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny_lm)
+    model = tiny_lm.build_tiny_lm(tmp_path / "ckpts" / "tiny")
+    monkeypatch.setattr("sampleaudit.embed.load_embedder", lambda *a, **k: HashingEmbedder(128))
+    prompts = write_jsonl(tmp_path / "prompts.jsonl", [{"prompt": p} for p in ("the cat sat on", "tell me")])
+    common = ["audit", "--model", str(model), "--prompts", str(prompts), "-n", "6", "--max-new-tokens", "8",
+              "--format", "json", "-q"]
+    runs = {}
+    for executor in ("local", "ray"):
+        out = tmp_path / executor
+        assert main([*common, "--out", str(out), "--executor", executor]) in (0, 1)
+        data = json.loads((out / "audit.json").read_text())
+        assert (out / "samples" / "tiny.jsonl").exists()  # generated into OUT/samples/ by the worker
+        for c in data["checkpoints"]:
+            c.pop("path")
+        for key in ("created_at", "run_seconds", "command", "executor"):
+            data["provenance"].pop(key)
+        data["provenance"]["generation"]["tiny"].pop("output")
+        runs[executor] = data
+    assert runs["ray"]["provenance"]["generation"]["tiny"]["n_samples"] == 6
+    assert runs["ray"] == runs["local"]
