@@ -9,6 +9,7 @@ outputs in job order, so the driver assembles the same AuditResult whatever ran 
 from __future__ import annotations
 
 import logging
+import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -75,6 +76,19 @@ def _generate(spec: dict) -> tuple[SampleSet, dict]:
     return load_samples(result.path, name=result.name), generation_provenance(result.meta_path)
 
 
+_EMBEDDERS: dict[bytes, object] = {}  # a worker process loads each embedder once, for all its tasks
+
+
+def _embedder(factory):
+    try:
+        key = pickle.dumps(factory)
+    except Exception:  # a factory only cloudpickle can ship: built for each task
+        return factory()
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = factory()
+    return _EMBEDDERS[key]
+
+
 def checkpoint_task(job: Job, shared: Shared) -> JobOutput:
     """Do one job: generate its samples when asked, embed them, analyse them against the reference."""
     from .embed import EmbeddingCache, embed_texts
@@ -88,7 +102,7 @@ def checkpoint_task(job: Job, shared: Shared) -> JobOutput:
         samples = samples.capped(config.input.max_chars)
     vectors, n_long, info, warnings = job.embeddings, job.n_long, None, []
     if vectors is None:
-        embedder = shared.embedder()
+        embedder = _embedder(shared.embedder)
         info = EmbedderInfo(embedder.model_id, embedder.dim, embedder.device, getattr(embedder, "precision", "fp32"))
         if shared.info is not None and info.model != shared.info.model:
             raise InputError(f"the worker's embedder is {info.model!r} but the driver's is {shared.info.model!r}; "

@@ -81,6 +81,10 @@ def audit(
     the keyword arguments of sampleaudit.generate.generate for checkpoints to generate there.
     """
     started = time.perf_counter()
+    if isinstance(executor, str):
+        from .executors import make_executor
+
+        executor = make_executor(executor)
     config = config or Config()
     log = log or (lambda _msg: None)
     sets = [_as_set(c, config) for c in checkpoints]
