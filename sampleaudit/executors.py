@@ -9,6 +9,7 @@ outputs in job order, so the driver assembles the same AuditResult whatever ran 
 from __future__ import annotations
 
 import logging
+import os
 import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -76,17 +77,20 @@ def _generate(spec: dict) -> tuple[SampleSet, dict]:
     return load_samples(result.path, name=result.name), generation_provenance(result.meta_path)
 
 
-_EMBEDDERS: dict[bytes, object] = {}  # a worker process loads each embedder once, for all its tasks
+_EMBEDDER: dict[tuple, object] = {}  # the embedder this worker process loaded, kept for its next task
 
 
 def _embedder(factory):
+    """factory(), kept for the next task of this process while the factory and the GPUs the task
+    was given (Ray sets CUDA_VISIBLE_DEVICES per task) stay the same."""
     try:
-        key = pickle.dumps(factory)
+        key = (pickle.dumps(factory), os.environ.get("CUDA_VISIBLE_DEVICES"))
     except Exception:  # a factory only cloudpickle can ship: built for each task
         return factory()
-    if key not in _EMBEDDERS:
-        _EMBEDDERS[key] = factory()
-    return _EMBEDDERS[key]
+    if key not in _EMBEDDER:
+        _EMBEDDER.clear()  # one model at a time in a worker's memory
+        _EMBEDDER[key] = factory()
+    return _EMBEDDER[key]
 
 
 def checkpoint_task(job: Job, shared: Shared) -> JobOutput:
