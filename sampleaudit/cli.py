@@ -56,6 +56,20 @@ def _add_audit_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bars or log lines")
 
 
+def _add_executor_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("where the per-checkpoint work runs (see README, Sweeps)")
+    g.add_argument("--executor", choices=["local", "ray"], default="local",
+                   help="local: this machine (default); ray: one Ray task per checkpoint "
+                   "(pip install 'sampleaudit[ray]')")
+    g.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="with --executor local: checkpoints analysed at once, in N processes (default: 1, in "
+                   "this process)")
+    g.add_argument("--ray-address", metavar="ADDR", help="the Ray cluster to connect to (auto: the one "
+                   "`ray start --head` started here; default: $RAY_ADDRESS, else a local Ray on this machine)")
+    g.add_argument("--cpus-per-worker", type=float, metavar="N", help="CPUs each Ray task asks for (default 1)")
+    g.add_argument("--gpus-per-worker", type=float, metavar="N", help="GPUs each Ray task asks for (default 0)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sampleaudit",
@@ -76,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  sampleaudit audit runs/ckpt-20k.jsonl runs/ckpt-35k.jsonl "
         "--baseline data/train_sample.jsonl --out reports/run42\n"
         "  sampleaudit audit --model ckpts/step-20000 --model ckpts/step-35000 --prompts probes.jsonl -n 1000 "
-        "--baseline data/train_sample.jsonl --out reports/cmp",
+        "--baseline data/train_sample.jsonl --out reports/cmp\n"
+        "  sampleaudit audit runs/*.jsonl --baseline data/train.jsonl --out reports/sweep --executor ray "
+        "--ray-address auto",
     )
     audit.add_argument("checkpoints", nargs="*", metavar="SAMPLES", help="one file of samples per checkpoint")
     audit.add_argument("--model", action="append", metavar="PATH",
@@ -92,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--skip-invalid", action="store_true",
                        help="skip invalid lines instead of stopping; their number is reported")
     _add_audit_options(audit)
+    _add_executor_options(audit)
     add_generation_options(audit)
     add_generate_parser(sub)
     add_probe_parser(sub)
@@ -160,32 +177,53 @@ def _write(out: str, outputs: dict) -> None:
         print(f"wrote {path}")
 
 
-def _generate_all(args, log) -> tuple[list, dict[str, dict]]:
-    """Generate the samples of every --model into OUT/samples/ (resumable); (sets, provenance by name)."""
-    from .generate import generate, generation_provenance
+def _generation_specs(args, *, remote: bool, log) -> list[dict]:
+    """The keyword arguments of sampleaudit.generate.generate for each --model (into OUT/samples/)."""
     from .generate.cli import options_from_args
-    from .samples import load_samples
 
     if args.n is None and args.per_prompt is None:
         raise InputError("--model needs -n (samples in total) or --per-prompt (samples per prompt)")
-    sets, provenance = [], {}
+    specs = []
     for model in args.model:
         name = Path(str(model).rstrip("/")).name.removesuffix(".gguf") or str(model)
-        log(f"generating samples from {model}")
-        result = generate(model, prompts=args.prompts, n=args.n, per_prompt=args.per_prompt,
+        specs.append(dict(model=model, prompts=args.prompts, n=args.n, per_prompt=args.per_prompt,
                           out=Path(args.out) / "samples" / f"{name}.jsonl", options=options_from_args(args),
                           backend=args.backend, name=name, device=args.device, dtype=args.dtype,
                           batch_size=args.gen_batch_size, trust_remote_code=args.trust_remote_code,
-                          progress=not args.quiet and sys.stderr.isatty(), log=log)
+                          progress=not remote and not args.quiet and sys.stderr.isatty(),
+                          log=None if remote else log))
+    return specs
+
+
+def _generate_all(args, log) -> tuple[list, dict[str, dict]]:
+    """Generate the samples of every --model into OUT/samples/ (resumable); (sets, provenance by name)."""
+    from .generate import generate, generation_provenance
+    from .samples import load_samples
+
+    sets, provenance = [], {}
+    for spec in _generation_specs(args, remote=False, log=log):
+        log(f"generating samples from {spec['model']}")
+        result = generate(**spec)
         sets.append(load_samples(result.path, name=result.name))
         provenance[result.name] = generation_provenance(result.meta_path)
     return sets, provenance
 
 
+def _executor(args):
+    from .executors import make_executor
+
+    return make_executor(getattr(args, "executor", "local"), workers=getattr(args, "workers", 1),
+                         address=getattr(args, "ray_address", None), cpus=getattr(args, "cpus_per_worker", None),
+                         gpus=getattr(args, "gpus_per_worker", None))
+
+
 def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, names: Sequence[str] | None,
                text_column: str, skip_invalid: bool, argv: Sequence[str]) -> int:
+    import functools
+
+    from . import embed
     from .checks import exit_code
-    from .embed import check_device, load_embedder
+    from .embed import check_device
     from .fileio import OutputLock, check_output_dir
     from .pipeline import audit
     from .report import build_outputs, check_formats
@@ -199,20 +237,26 @@ def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, name
     formats = check_formats(args.format)
     check_device(config.embed.device)
     check_output_dir(args.out)
+    executor = _executor(args)
     log = _log(args.quiet)
     with OutputLock(args.out):
         read = dict(text_column=text_column, skip_invalid=skip_invalid, max_chars=config.input.max_chars)
         sets = [load_samples(p, name=(names[i] if names else None), **read) for i, p in enumerate(checkpoint_paths)]
         base = load_samples(baseline, **read) if baseline else None
-        generated, generation = _generate_all(args, log) if getattr(args, "model", None) else ([], {})
+        models = getattr(args, "model", None)
+        remote = not executor.in_process
+        specs = _generation_specs(args, remote=True, log=log) if models and remote else []
+        generated, generation = _generate_all(args, log) if models and not remote else ([], {})
         sets += [s.capped(config.input.max_chars) for s in generated]
         progress = not args.quiet and sys.stderr.isatty()
-        embedder = load_embedder(config.embed.model, device=config.embed.device,
-                                 batch_size=config.embed.batch_size, progress=progress,
-                                 long_text=config.embed.long_text, backend=config.embed.backend,
-                                 model_cache_dir=config.embed.cache_dir)
+        # the workers build their own embedder (embed.load_embedder is looked up now, on the driver)
+        factory = functools.partial(embed.load_embedder, config.embed.model, device=config.embed.device,
+                                    batch_size=config.embed.batch_size, long_text=config.embed.long_text,
+                                    backend=config.embed.backend, model_cache_dir=config.embed.cache_dir)
+        embedder = factory(progress=progress)
         result = audit(sets, baseline=base, config=config, embedder=embedder, log=log,
-                       command=["sampleaudit", *argv], generation=generation)
+                       command=["sampleaudit", *argv], generation=generation, executor=executor,
+                       embedder_factory=factory if remote else None, generate=specs, progress=progress)
         outputs = build_outputs(result, formats, warn=log)
         _write(args.out, outputs)
     print(terminal_summary(result))

@@ -191,12 +191,12 @@ def _coverage_blind(reference: Reference | None, scripts, model_id: str) -> str 
     if reference is None or reference.clusters is None:
         return None
     if reference.representation == "lexical":
-        base = script_share(reference.samples.texts)
+        base = reference.scripts()
         if scripts.dominant_script != base.dominant_script and scripts.dominant_share > 0.5:
             return (f"{scripts.dominant_share:.0%} of the texts are in {scripts.dominant_script} script but the "
                     f"baseline is in {base.dominant_script}, so they share no character n-grams with it")
         return None
-    base = script_share(reference.samples.texts)
+    base = reference.scripts()
     for who, sh, fix in (("the baseline", base, "set coverage.representation = \"lexical\" (character n-grams) or "),
                          ("the texts", scripts, "")):
         if foreign_script(sh, model_id):
@@ -208,8 +208,8 @@ def _coverage_blind(reference: Reference | None, scripts, model_id: str) -> str 
 
 def _checkpoint_warnings(s: SampleSet, reference: Reference | None, scripts, model_id: str) -> list[str]:
     out = input_warnings(s)
-    if reference is not None and len(s) > len(reference.samples):
-        out.append(f"{s.name}: {len(s)} samples but the baseline has only {len(reference.samples)}; the calibrated "
+    if reference is not None and len(s) > reference.n_baseline:
+        out.append(f"{s.name}: {len(s)} samples but the baseline has only {reference.n_baseline}; the calibrated "
                    "threshold comes from fewer texts and is stricter than it should be (nearest-neighbour "
                    "similarity grows with n): give a baseline at least as large as each checkpoint")
     if foreign_script(scripts, model_id):

@@ -120,6 +120,29 @@ class Reference:
     representation_reason: str | None = None  # why lexical, when it is
     _sizes: dict[int, AtSize] = field(default_factory=dict, repr=False)
     _results: dict[int, BaselineResult] = field(default_factory=dict, repr=False)
+    _scripts: object | None = field(default=None, repr=False)  # script_share of the baseline, once computed
+    _n_baseline: int | None = field(default=None, repr=False)  # set when the texts were left out (for_workers)
+
+    @property
+    def n_baseline(self) -> int:
+        return self._n_baseline if self._n_baseline is not None else len(self.samples)
+
+    def scripts(self):
+        """The baseline's script shares (computed once)."""
+        if self._scripts is None:
+            self._scripts = script_share(self.samples.texts)
+        return self._scripts
+
+    def for_workers(self, sizes) -> Reference:
+        """This reference without the baseline's texts and vectors, for analysing checkpoints of the
+        given sizes elsewhere (their calibrations computed now; `at_size` of another size and
+        `result` are refused). What `sampleaudit.executors` ships to workers."""
+        for n in sorted(set(sizes)):
+            self.at_size(int(n))
+        return dataclasses.replace(
+            self, samples=dataclasses.replace(self.samples, samples=()),
+            embeddings=np.zeros((0, self.embeddings.shape[1]), dtype=np.float32), _sizes=dict(self._sizes),
+            _results={}, _scripts=self.scripts(), _n_baseline=self.n_baseline)
 
     @property
     def settings(self) -> dict[str, object]:
@@ -151,6 +174,9 @@ class Reference:
 
     def at_size(self, n: int) -> AtSize:
         """The reference at checkpoint size n (computed once, then kept)."""
+        if n not in self._sizes and self._n_baseline is not None:
+            raise ValueError(f"this reference was shipped without its baseline for sizes {sorted(self._sizes)}; "
+                             f"not for {n}")
         if n not in self._sizes:
             from .engine import similarity_section
 
@@ -173,6 +199,8 @@ class Reference:
 
     def result(self, n: int) -> BaselineResult:
         """The baseline's section of an audit whose largest checkpoint has n samples."""
+        if n not in self._results and self._n_baseline is not None:
+            raise ValueError("this reference was shipped without its baseline; assemble with the full one")
         if n not in self._results:
             from .engine import lexical_section, repetition_section, texts_of
 
@@ -202,6 +230,9 @@ class Reference:
         """Write the reference to one .npz file (JSON header + arrays, no pickle); sizes computed
         with `at_size` are not stored (they are recomputed, identically, after loading)."""
         from .fileio import write_atomic
+
+        if self._n_baseline is not None:
+            raise ValueError("a reference shipped without its baseline (for_workers) cannot be saved")
 
         header: dict = {
             "format": REFERENCE_FORMAT, "tool_version": __version__,
