@@ -76,7 +76,7 @@ def similarity_section(samples: SampleSet, emb: np.ndarray, cal: ThresholdCalibr
     """Similarity, near-duplicate groups, Vendi and their intervals for one set."""
     cfg, seed = config.similarity, config.seed
     sim, nn = similarity_distribution(emb, threshold=cal.threshold, block_size=cfg.block_size,
-                                      n_bins=cfg.histogram_bins)
+                                      n_bins=cfg.histogram_bins, seed=seed)
     dup = near_duplicates(emb, threshold=cfg.near_duplicate_threshold, ids=samples.ids, nearest=nn,
                           block_size=cfg.block_size)
     pairs = [PairView(p.similarity, _view(samples, p.i), _view(samples, p.j))
