@@ -7,7 +7,8 @@ distribution come from a fine histogram (bin width 0.001), so they are exact to 
 Scale: the search is O(n^2) compute (every pair is looked at). Up to EXACT_MAX_ROWS (20,000)
 rows every figure is exact. Above, the nearest neighbour (searched among all n rows, so each
 value found is exact) is found for a seeded sample of SAMPLED_QUERY_ROWS (10,000) query rows,
-and the pairwise histogram comes from every pair with an end among them: O(n * 10,000).
+and the pairwise histogram comes from every pair with an end among HISTOGRAM_ROWS (2,000) of
+them (every fifth): O(n * 10,000) products, O(n * 2,000) pairs binned.
 high_similarity_share and the nearest-neighbour figures are then estimates over the query rows
 (95% error bound: the normal binomial half-width), the pairwise quantiles estimates with a 95%
 bound from their spread over the query blocks (plus the 0.001 bin width), and the pairwise mean
@@ -28,6 +29,7 @@ from ._validate import check_embeddings, check_unit_norm
 _FINE_BINS = 2000
 EXACT_MAX_ROWS = 20_000
 SAMPLED_QUERY_ROWS = 10_000
+HISTOGRAM_ROWS = 2_000  # query rows whose pairs are binned in a sampled pass
 BLOCK_ELEMENTS = 2**24  # similarities per block at most (64 MiB of float32)
 _Z95 = 1.959964
 
@@ -138,7 +140,8 @@ def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024, rows: n
     """One blockwise pass: each row's most similar other row, and the histogram of all pairs.
 
     With `rows` (sorted indices), only those query rows' neighbours are searched (among all rows)
-    and the histogram covers the pairs with an end among them, each once. `histogram=False`
+    and the histogram covers the pairs with an end among every k-th of them (about
+    HISTOGRAM_ROWS), each pair once. `histogram=False`
     skips the histogram (the calibration needs only the neighbours). Trusts its input: float32,
     L2-normalised, finite, at least 2 rows.
     """
@@ -146,10 +149,11 @@ def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024, rows: n
     queries = np.arange(n) if rows is None else rows
     m = queries.size
     block_size = max(1, min(block_size, BLOCK_ELEMENTS // n))
-    outside = None
-    if rows is not None:  # a pair between two query rows is counted once, from the lower one
+    outside, step = None, 1
+    if rows is not None:  # a pair between two binned rows is counted once, from the lower one
+        step = max(1, -(-m // HISTOGRAM_ROWS))
         outside = np.ones(n, dtype=bool)
-        outside[rows] = False
+        outside[rows[::step]] = False
     nn_idx = np.empty(m, dtype=np.int64)
     nn_sim = np.empty(m, dtype=np.float32)
     counts = np.zeros(_FINE_BINS, dtype=np.int64)
@@ -161,10 +165,11 @@ def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024, rows: n
         sims = embeddings[q] @ embeddings.T
         np.clip(sims, -1.0, 1.0, out=sims)
         if histogram:
-            keep = cols > q[:, None]  # this block's part of the upper triangle
+            binned = slice(None) if step == 1 else slice((-start) % step, None, step)  # every step-th query row
+            keep = cols > q[binned, None]  # this block's part of the upper triangle
             if outside is not None:
                 keep |= outside[None, :]
-            pairs = sims[keep]
+            pairs = sims[binned][keep]
             del keep
             total += float(pairs.sum(dtype=np.float64))
             pairs += 1.0  # in place, then float32 -> int32 bins: the block's memory is reused
@@ -227,19 +232,20 @@ def _distribution(values: np.ndarray, n_bins: int) -> Distribution:
 
 def _estimate(nn: NearestNeighbors, n: int, share: float) -> SampledEstimate:
     m = nn.similarity.size
-    share_err = _Z95 * float(np.sqrt(share * (1 - share) / m))
+    # Wilson score half-width: unlike the plain normal one it is not 0 when the share is 0 or 1.
+    share_err = _Z95 * float(np.sqrt(share * (1 - share) / m + _Z95**2 / (4 * m * m))) / (1 + _Z95**2 / m)
     per_block = [_quantiles_from_counts(c, _QUANTILES) for c in nn.block_counts if c.sum()]
     spread = 0.0
     if len(per_block) > 1:
         spread = max(float(np.std([b[k] for b in per_block], ddof=1)) for k in _QUANTILES) / np.sqrt(len(per_block))
-    q_err = round(_Z95 * spread + 2.0 / _FINE_BINS, 4)
+    q_err = round(float(_Z95 * spread + 2.0 / _FINE_BINS), 4)
     seen = int(nn.pair_counts.sum())
     return SampledEstimate(
         method="query_sample", n_rows=n, n_query_rows=m, n_pairs_seen=seen, n_pairs=nn.n_pairs,
         high_similarity_share_error=round(share_err, 6), quantile_error=q_err,
         description=(f"estimated: nearest neighbours of a seeded sample of {m:,} of the {n:,} samples (searched "
-                     f"among all of them), pairwise quantiles from the {seen:,} pairs with an end among them "
-                     f"({seen / nn.n_pairs:.1%} of all pairs); 95% error: shares +-{share_err:.4f}, quantiles "
+                     f"among all of them), pairwise quantiles from the {seen:,} pairs with an end among "
+                     f"{min(m, HISTOGRAM_ROWS):,} of them ({seen / nn.n_pairs:.1%} of all pairs); 95% error: shares +-{share_err:.4f}, quantiles "
                      f"+-{q_err:.4f}; the mean is exact"),
     )
 
