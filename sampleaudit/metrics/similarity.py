@@ -11,7 +11,7 @@ and the pairwise histogram comes from every pair with an end among HISTOGRAM_ROW
 them (every fifth): O(n * 10,000) products, O(n * 2,000) pairs binned.
 high_similarity_share and the nearest-neighbour figures are then estimates over the query rows
 (95% error bound: the normal binomial half-width), the pairwise quantiles estimates with a 95%
-bound from their spread over the query blocks (plus the 0.001 bin width), and the pairwise mean
+bound from their spread over ERROR_GROUPS (20) groups of the binned rows (plus the bin width), and the pairwise mean
 stays exact (for unit rows, the sum over pairs is (|sum x|^2 - n) / 2, O(n d)). `estimate` says so.
 """
 
@@ -30,6 +30,7 @@ _FINE_BINS = 2000
 EXACT_MAX_ROWS = 20_000
 SAMPLED_QUERY_ROWS = 10_000
 HISTOGRAM_ROWS = 2_000  # query rows whose pairs are binned in a sampled pass
+ERROR_GROUPS = 20  # the binned rows' groups whose spread gives the quantiles' error bound
 BLOCK_ELEMENTS = 2**24  # similarities per block at most (64 MiB of float32)
 _Z95 = 1.959964
 
@@ -111,7 +112,7 @@ class NearestNeighbors:
     pair_sum: float
     n_pairs: int
     rows: np.ndarray | None = None  # the query rows (None: every row, in order)
-    block_counts: np.ndarray | None = None  # (blocks, _FINE_BINS) per query block (sampled pass)
+    block_counts: np.ndarray | None = None  # (ERROR_GROUPS, _FINE_BINS) per group of binned rows (sampled)
 
     @property
     def query_rows(self) -> np.ndarray:
@@ -157,7 +158,7 @@ def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024, rows: n
     nn_idx = np.empty(m, dtype=np.int64)
     nn_sim = np.empty(m, dtype=np.float32)
     counts = np.zeros(_FINE_BINS, dtype=np.int64)
-    per_block = []
+    groups = np.zeros((ERROR_GROUPS, _FINE_BINS), dtype=np.int64) if rows is not None else None
     total = 0.0
     cols = np.arange(n)[None, :]
     for start in range(0, m, block_size):
@@ -170,28 +171,30 @@ def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024, rows: n
             if outside is not None:
                 keep |= outside[None, :]
             pairs = sims[binned][keep]
-            del keep
             total += float(pairs.sum(dtype=np.float64))
             pairs += 1.0  # in place, then float32 -> int32 bins: the block's memory is reused
             pairs *= _FINE_BINS / 2
             bins = pairs.astype(np.int32)
             del pairs
             np.minimum(bins, _FINE_BINS - 1, out=bins)
-            block = np.bincount(bins, minlength=_FINE_BINS)
-            del bins
-            counts += block
-            if rows is not None:
-                per_block.append(block)
+            if groups is None:
+                counts += np.bincount(bins, minlength=_FINE_BINS)
+            else:  # binned row p // step goes to group (p // step) % ERROR_GROUPS
+                group = (np.arange(start, start + q.size)[binned] // step) % ERROR_GROUPS
+                bins += np.broadcast_to((group * _FINE_BINS).astype(np.int32)[:, None], keep.shape)[keep]
+                groups += np.bincount(bins, minlength=ERROR_GROUPS * _FINE_BINS).reshape(ERROR_GROUPS, _FINE_BINS)
+            del bins, keep
         local = np.arange(q.size)
         sims[local, q] = -np.inf
         best = sims.argmax(axis=1)
         nn_idx[start : start + q.size] = best
         nn_sim[start : start + q.size] = sims[local, best]
+    if groups is not None:
+        counts = groups.sum(axis=0)
     if rows is not None:  # the mean stays exact: for unit rows, sum over pairs = (|sum x|^2 - sum |x|^2) / 2
         x64 = embeddings.astype(np.float64)
         total = float(((x64.sum(axis=0) ** 2).sum() - (x64**2).sum()) / 2)
-    return NearestNeighbors(nn_idx, nn_sim, counts, total, n * (n - 1) // 2, rows,
-                            np.array(per_block) if per_block else None)
+    return NearestNeighbors(nn_idx, nn_sim, counts, total, n * (n - 1) // 2, rows, groups)
 
 
 def _quantiles_from_counts(counts: np.ndarray, qs: dict[str, float]) -> dict[str, float]:
@@ -234,10 +237,12 @@ def _estimate(nn: NearestNeighbors, n: int, share: float) -> SampledEstimate:
     m = nn.similarity.size
     # Wilson score half-width: unlike the plain normal one it is not 0 when the share is 0 or 1.
     share_err = _Z95 * float(np.sqrt(share * (1 - share) / m + _Z95**2 / (4 * m * m))) / (1 + _Z95**2 / m)
-    per_block = [_quantiles_from_counts(c, _QUANTILES) for c in nn.block_counts if c.sum()]
+    # Groups are equal-sized random sets of binned rows: the spread of their quantiles / sqrt(groups)
+    # is the standard error of the pooled quantile.
+    per_group = [_quantiles_from_counts(c, _QUANTILES) for c in nn.block_counts if c.sum()]
     spread = 0.0
-    if len(per_block) > 1:
-        spread = max(float(np.std([b[k] for b in per_block], ddof=1)) for k in _QUANTILES) / np.sqrt(len(per_block))
+    if len(per_group) > 1:
+        spread = max(float(np.std([g[k] for g in per_group], ddof=1)) for k in _QUANTILES) / np.sqrt(len(per_group))
     q_err = round(float(_Z95 * spread + 2.0 / _FINE_BINS), 4)
     seen = int(nn.pair_counts.sum())
     return SampledEstimate(
