@@ -53,8 +53,9 @@ class Recorder:
         self.seconds: dict[str, float] = defaultdict(float)
         self.peak: dict[str, float] = defaultdict(float)
         self.calls: dict[str, int] = defaultdict(int)
+        self.patched: list = []
         self._stack: list[list] = []  # [name, child seconds]
-        self._now_peak = 0.0
+        self.peak_seen = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
         self._thread.start()
@@ -62,14 +63,17 @@ class Recorder:
     def _sample(self):
         while not self._stop.wait(0.005):
             r = rss_mib()
-            if r > self._now_peak:
-                self._now_peak = r
+            if r > self.peak_seen:
+                self.peak_seen = r
             for name, _ in self._stack:
                 if r > self.peak[name]:
                     self.peak[name] = r
 
     def stop(self):
         self._stop.set()
+        for mod, attr, fn in reversed(self.patched):
+            setattr(mod, attr, fn)
+        self.patched.clear()
 
     def wrap(self, name, fn):
         @functools.wraps(fn)
@@ -88,9 +92,11 @@ class Recorder:
         return timed
 
 
-def instrument() -> Recorder:
+def instrument(stages=STAGES) -> Recorder:
+    """Wrap `stages`; `Recorder.stop()` puts the original functions back."""
     rec = Recorder()
-    for module, attr, name in STAGES:
+    for module, attr, name in stages:
         mod = importlib.import_module(module)
+        rec.patched.append((mod, attr, getattr(mod, attr)))
         setattr(mod, attr, rec.wrap(name, getattr(mod, attr)))
     return rec

@@ -37,15 +37,17 @@ def one(n: int) -> dict:
     base = SampleSet.from_texts(base_texts, name="baseline")
     ck = SampleSet.from_texts(ck_texts, name="ckpt")
     start_rss = rss_mib()
-    t0 = time.perf_counter()
-    result = audit([ck], baseline=base, embeddings={"ckpt": ck_emb, "baseline": base_emb}, embedder_id="bench",
-                   cache=False)
-    total = time.perf_counter() - t0
-    rec.stop()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    try:
+        result = audit([ck], baseline=base, embeddings={"ckpt": ck_emb, "baseline": base_emb}, embedder_id="bench",
+                       cache=False)
+    finally:
+        rec.stop()
+    total, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     c = result.checkpoints[0]
     sim = c.similarity
     return {
-        "n": n, "total_s": total, "peak_rss_mib": peak_rss_mib(), "inputs_rss_mib": start_rss,
+        "n": n, "total_s": total, "cpu_s": cpu, "peak_rss_mib": peak_rss_mib(), "inputs_rss_mib": start_rss,
         "stages": {k: [rec.seconds[k], rec.peak[k], rec.calls[k]] for k in rec.seconds},
         "figures": {
             "high_similarity_share": sim.high_similarity_share,
@@ -79,6 +81,7 @@ def print_table(runs: list[dict]) -> None:
         print(f"| {name} | " + " | ".join(cells) + " |")
     print("| **whole audit()** | " + " | ".join(f"**{r['total_s']:.1f} / {r['peak_rss_mib']:.0f}**" for r in runs)
           + " |")
+    print("| CPU seconds (process) | " + " | ".join(f"{r['cpu_s']:.1f}" for r in runs) + " |")
     for a, b in zip(runs, runs[1:]):
         print(f"growth {a['n']:,} -> {b['n']:,} rows (x{b['n'] / a['n']:g}): time x{b['total_s'] / a['total_s']:.1f}, "
               f"peak RSS x{b['peak_rss_mib'] / a['peak_rss_mib']:.1f}")

@@ -4,7 +4,7 @@ Memory stays O(n * block_size): the n*n similarity matrix is never held at once 
 most BLOCK_ELEMENTS similarities, fewer rows when n is large). Quantiles of the pairwise
 distribution come from a fine histogram (bin width 0.001), so they are exact to within 0.001.
 
-Scale: the search is O(n^2) compute (every pair is looked at). Up to EXACT_MAX_ROWS (20,000)
+Scale: the search is O(n^2) compute (every pair is looked at). Up to EXACT_MAX_ROWS (10,000)
 rows every figure is exact. Above, the nearest neighbour (searched among all n rows, so each
 value found is exact) is found for a seeded sample of SAMPLED_QUERY_ROWS (10,000) query rows,
 and the pairwise histogram comes from every pair with an end among HISTOGRAM_ROWS (2,000) of
@@ -27,11 +27,11 @@ from ._validate import check_embeddings, check_unit_norm
 
 # Resolution of the internal histogram the quantiles are read from.
 _FINE_BINS = 2000
-EXACT_MAX_ROWS = 20_000
+EXACT_MAX_ROWS = 10_000
 SAMPLED_QUERY_ROWS = 10_000
 HISTOGRAM_ROWS = 2_000  # query rows whose pairs are binned in a sampled pass
 ERROR_GROUPS = 20  # the binned rows' groups whose spread gives the quantiles' error bound
-BLOCK_ELEMENTS = 2**24  # similarities per block at most (64 MiB of float32)
+BLOCK_ELEMENTS = 2**23  # similarities per block at most (32 MiB of float32)
 _Z95 = 1.959964
 
 
