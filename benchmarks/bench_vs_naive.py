@@ -84,7 +84,8 @@ def ours(folder: Path) -> dict:
     embedding = sum(rec.seconds[k] for k in ("similarity (NN pass, near-dups, Vendi, intervals)",
                                              "coverage (assign, interval)", "checkpoint's own HDBSCAN"))
     return {"reference_s": t_ref, "analysis_s": t_ck, "embedding_analysis_s": embedding,
-            "analysis_peak_rss_mib": rec.peak_seen, "held_rss_mib": held, "high_share": r.similarity.high_similarity_share,
+            "analysis_peak_rss_mib": rec.peak_seen, "held_rss_mib": held,
+            "stage_peaks_mib": {k: round(v) for k, v in rec.peak.items()}, "high_share": r.similarity.high_similarity_share,
             "mean": r.similarity.mean, "clusters": r.coverage.sample_clusters if r.coverage else None}
 
 

@@ -51,7 +51,7 @@ KMEANS_N_INIT = 4
 N_EXAMPLES = 3
 MIN_BASELINE_ROWS = 10
 CLUSTER_MAX_ROWS = 5_000  # rows any one HDBSCAN / k-means fit sees (see the module docstring)
-_ASSIGN_BLOCK = 2048  # rows per block of the nearest-fitted-row search
+_ASSIGN_BLOCK = 512  # rows per block of the nearest-fitted-row search (2 x 10 MiB at 5,000 fitted rows)
 
 
 def hdbscan_min_cluster_size(n: int) -> int:

@@ -192,8 +192,12 @@ def nearest_neighbors(embeddings: np.ndarray, *, block_size: int = 1024, rows: n
     if groups is not None:
         counts = groups.sum(axis=0)
     if rows is not None:  # the mean stays exact: for unit rows, sum over pairs = (|sum x|^2 - sum |x|^2) / 2
-        x64 = embeddings.astype(np.float64)
-        total = float(((x64.sum(axis=0) ** 2).sum() - (x64**2).sum()) / 2)
+        col_sum, sq = np.zeros(embeddings.shape[1]), 0.0
+        for start in range(0, n, 4096):  # in float64, a chunk at a time
+            chunk = embeddings[start : start + 4096].astype(np.float64)
+            col_sum += chunk.sum(axis=0)
+            sq += float((chunk * chunk).sum())
+        total = float(((col_sum**2).sum() - sq) / 2)
     return NearestNeighbors(nn_idx, nn_sim, counts, total, n * (n - 1) // 2, rows, groups)
 
 

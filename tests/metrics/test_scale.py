@@ -86,3 +86,16 @@ def test_natural_clusters_see_at_most_the_cap(small_caps):
     res = natural_clusters(z)
     assert res.n_rows == 300 and res.n_clusters == K
     assert natural_clusters(z, size=200).n_rows == 200
+
+
+def test_a_sampled_similarity_section_round_trips_through_json(small_caps):
+    from pydantic import TypeAdapter
+
+    from sampleaudit.results import SimilaritySection
+
+    x = _unit(np.random.default_rng(4).normal(size=(1100, 16)))
+    res, _ = sim.similarity_distribution(x, threshold=0.5, max_exact_rows=1000)
+    section = SimilaritySection(**{k: getattr(res, k) for k in res.__dataclass_fields__})
+    adapter = TypeAdapter(SimilaritySection)
+    back = adapter.validate_json(adapter.dump_json(section), strict=True)
+    assert back == section and back.estimate.n_query_rows == 300
