@@ -286,9 +286,15 @@ class BaselineClusters:
         )
 
 
+_PROJECT_CHUNK = 8192  # rows centred at a time: no (n, d) temporary for large n
+
+
 def _project(x: np.ndarray, mean: np.ndarray, components: np.ndarray) -> np.ndarray:
     """PCA coordinates (no whitening): (x - mean) @ components.T, float32."""
-    return ((x - mean) @ components.T).astype(np.float32)
+    if x.shape[0] <= _PROJECT_CHUNK:
+        return ((x - mean) @ components.T).astype(np.float32)
+    return np.concatenate([((x[i:i + _PROJECT_CHUNK] - mean) @ components.T).astype(np.float32)
+                           for i in range(0, x.shape[0], _PROJECT_CHUNK)])
 
 
 def nearest_centre(z: np.ndarray, centres: np.ndarray) -> np.ndarray:
