@@ -77,7 +77,7 @@ def similarity_section(samples: SampleSet, emb: np.ndarray, cal: ThresholdCalibr
     cfg, seed = config.similarity, config.seed
     device = similarity_device(cfg.device)
     sim, nn = similarity_distribution(emb, threshold=cal.threshold, block_size=cfg.block_size,
-                                      n_bins=cfg.histogram_bins, device=device)
+                                      n_bins=cfg.histogram_bins, device=device, seed=seed)
     dup = near_duplicates(emb, threshold=cfg.near_duplicate_threshold, ids=samples.ids, nearest=nn,
                           block_size=cfg.block_size, device=device)
     pairs = [PairView(p.similarity, _view(samples, p.i), _view(samples, p.j))

@@ -79,7 +79,10 @@ def fit_map(sets: list[np.ndarray], *, seed: int, fitted_on: str, baseline: np.n
     fit_on = np.concatenate([map_sample(x, seed) for x in sets]) if sets else np.zeros((0, 0))
     if len(fit_on) < 2:
         return None
-    with np.errstate(invalid="ignore", divide="ignore"):  # identical points: no variance to explain
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: a small SVD gains nothing from more and spins on a loaded machine
+    with np.errstate(invalid="ignore", divide="ignore"), threadpool_limits(1, user_api="blas"):
         pca = PCA(n_components=2, random_state=seed).fit(fit_on)
     projection = MapProjection(pca.mean_.astype(np.float64), pca.components_.astype(np.float64),
                                round(float(np.nan_to_num(pca.explained_variance_ratio_.sum())), 6), fitted_on, [])

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import InputError
 from ._validate import check_embeddings, check_unit_norm
-from .similarity import nearest_neighbors
+from .similarity import EXACT_MAX_ROWS, SAMPLED_QUERY_ROWS, nearest_neighbors, query_rows
 
 # Threshold per embedding model when there is no baseline, keyed by the normalised model id
 # (see `_model_key`). Cosine scales differ between models, so one number cannot fit all.
@@ -41,6 +41,9 @@ MODEL_SCRIPTS: dict[str, frozenset[str]] = {
 MAX_CALIBRATED_THRESHOLD = 0.99
 DEFAULT_QUANTILE = 0.95
 DEFAULT_N_DRAWS = 5
+# Draws above similarity.EXACT_MAX_ROWS rows (each is a sampled O(n * 10,000) search; at that size
+# one draw's p95 is already an average over 10,000 rows, so draws differ little).
+LARGE_N_DRAWS = 1
 
 
 @dataclass(frozen=True)
@@ -147,11 +150,17 @@ def _from_baseline(
             "similarity grows with n, so this threshold is somewhat strict)"
         )
     else:
+        if n > EXACT_MAX_ROWS:  # each draw costs O(n * SAMPLED_QUERY_ROWS): one is enough at this size
+            n_draws = min(n_draws, LARGE_N_DRAWS)
         rng = np.random.default_rng(seed)
         draws = [b[rng.choice(b.shape[0], n, replace=False)] for _ in range(n_draws)]
         how = f"{n_draws} seeded subsamples of {n} of the {b.shape[0]} baseline rows"
+    if draws[0].shape[0] > EXACT_MAX_ROWS:
+        how += (f", the nearest neighbours of a seeded sample of {SAMPLED_QUERY_ROWS:,} rows of each "
+                "(metrics.similarity: the same estimate as the samples')")
     values = [
-        float(np.quantile(nearest_neighbors(d, block_size=block_size).similarity, quantile))
+        float(np.quantile(nearest_neighbors(d, block_size=block_size, histogram=False,
+                                            rows=query_rows(d.shape[0], seed=seed)).similarity, quantile))
         for d in draws
     ]
     t = round(min(float(np.mean(values)), MAX_CALIBRATED_THRESHOLD), 4)

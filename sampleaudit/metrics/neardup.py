@@ -104,8 +104,12 @@ def near_duplicates(
     Each group's example is the member closest to the group's mean direction. Ties in group
     size are broken by the smallest member index. `nearest`, the NearestNeighbors that
     `similarity_distribution` returned for the same embeddings, saves a pass over all pairs:
-    only rows whose nearest neighbour reaches the threshold can have an edge. `device`: None
-    (numpy) or the torch device the similarity blocks run on (metrics/similarity.similarity_device).
+    only rows whose nearest neighbour reaches the threshold can have an edge. When that pass was
+    sampled (n above similarity.EXACT_MAX_ROWS), groups are those found among the query rows with
+    a twin and their twins (sizes are lower bounds) and near_duplicate_share is the share of query
+    rows with a twin: an estimate, with the error bound of the similarity section's `estimate`.
+    `device`: None (numpy) or the torch device the similarity blocks run on
+    (metrics/similarity.similarity_device).
     """
     x = check_unit_norm(check_embeddings(embeddings))
     n = x.shape[0]
@@ -118,13 +122,18 @@ def near_duplicates(
     if nearest is None:
         labels = component_labels(x, threshold=threshold, block_size=block_size, device=device)
     else:
-        if nearest.similarity.shape != (n,):
+        wrong = (nearest.similarity.shape != (n,) if nearest.rows is None
+                 else bool(nearest.index.size) and int(max(nearest.index.max(), nearest.rows.max())) >= n)
+        if wrong:
             raise InputError(
                 f"nearest holds {nearest.similarity.shape[0]} rows but embeddings have {n}; "
                 "pass the NearestNeighbors computed on these embeddings"
             )
         labels = np.arange(n)
-        rows = np.flatnonzero(nearest.similarity >= threshold)
+        hits = nearest.similarity >= threshold
+        rows = nearest.query_rows[hits]
+        if nearest.rows is not None:  # a sampled pass: the query rows that have a twin, and their twins
+            rows = np.unique(np.concatenate([rows, nearest.index[hits]]))
         labels[rows] = rows[component_labels(x[rows], threshold=threshold, block_size=block_size, device=device)]
     roots, sizes = np.unique(labels, return_counts=True)
     multi = sizes >= 2
@@ -146,12 +155,15 @@ def near_duplicates(
             )
         )
     n_in = int(sizes.sum())
+    share = n_in / n
+    if nearest is not None and nearest.rows is not None:
+        share = float((nearest.similarity >= threshold).mean())
     return NearDuplicateResult(
         n_samples=n,
         threshold=float(threshold),
         n_groups=int(roots.size),
         n_in_groups=n_in,
-        near_duplicate_share=round(n_in / n, 6),
+        near_duplicate_share=round(share, 6),
         largest_group_size=int(sizes.max()) if sizes.size else 0,
         groups=groups,
     )

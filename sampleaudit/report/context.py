@@ -294,6 +294,8 @@ def _similarity(result: AuditResult, colours: dict[str, str]) -> dict | None:
         "has_interval": any(r["high_interval"] for r in rows),
         "has_near_dup": any(r["near_dup"] is not None for r in rows),
         "has_vendi": any(r["vendi"] is not None for r in rows),
+        "estimates": [{"label": _set_label(n, b), "description": _get(s, "estimate", "description")}
+                      for n, s, b, _ in sets if _get(s, "estimate") is not None],
         "charts": [svg_pairwise, svg_nn],
     }
 
