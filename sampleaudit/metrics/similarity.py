@@ -141,8 +141,14 @@ def similarity_device(name: str | None = "auto") -> str | None:
     if name != "auto":
         return name
     import importlib.util
+    import sys
+    from pathlib import Path
 
     if importlib.util.find_spec("torch") is None:
+        return None
+    # Importing torch only to ask costs ~300 MB of memory: without an NVIDIA device node (and with
+    # torch not loaded already, by an embedder) there is no CUDA device to find.
+    if "torch" not in sys.modules and not any(Path("/dev").glob("nvidia[0-9]*")):
         return None
     import torch
 

@@ -62,3 +62,18 @@ def test_similarity_device_resolution(monkeypatch):
     assert Config().similarity.device == "auto"
     with pytest.raises(InputError, match="similarity.device"):
         validate_config({"similarity": {"device": "tpu"}}, source="test.toml")
+
+
+def test_auto_does_not_import_torch_on_a_machine_without_an_nvidia_device():
+    """Asking whether there is a GPU must not cost a torch import (~300 MB) where there cannot be one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys; from sampleaudit.metrics.similarity import similarity_device; "
+            "print(similarity_device('auto'), 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    if any(Path("/dev").glob("nvidia[0-9]*")):
+        assert out[1] == "True"
+    else:
+        assert out == ["None", "False"]
