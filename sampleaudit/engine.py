@@ -136,10 +136,11 @@ def texts_of(samples: SampleSet, *parts) -> dict[str, str]:
     return {i: by_id[i] for i in dict.fromkeys(ids)}
 
 
-def _coverage_section(reference: Reference, samples: SampleSet, emb: np.ndarray, natural: NaturalClusters | None,
+def _coverage_section(reference: Reference, emb: np.ndarray, natural: NaturalClusters | None,
                       config: Config) -> CoverageSection:
+    """Coverage of the reference's clusters by `emb`, the set's rows in the reference's coverage
+    space (Reference.coverage_vectors)."""
     c, clusters = config.coverage, reference.clusters
-    emb = reference.coverage_vectors(samples.texts, emb)
     labels = clusters.assign(emb)
     cov = coverage(clusters, emb, min_mass_ratio=c.min_mass_ratio, over_ratio=c.over_ratio, labels=labels)
     if reference.cluster_terms:
@@ -190,13 +191,12 @@ def _coverage_blind(reference: Reference | None, scripts, model_id: str) -> str 
     than the baseline shares none of its n-grams."""
     if reference is None or reference.clusters is None:
         return None
+    base = reference.scripts()
     if reference.representation == "lexical":
-        base = reference.scripts()
         if scripts.dominant_script != base.dominant_script and scripts.dominant_share > 0.5:
             return (f"{scripts.dominant_share:.0%} of the texts are in {scripts.dominant_script} script but the "
                     f"baseline is in {base.dominant_script}, so they share no character n-grams with it")
         return None
-    base = reference.scripts()
     for who, sh, fix in (("the baseline", base, "set coverage.representation = \"lexical\" (character n-grams) or "),
                          ("the texts", scripts, "")):
         if foreign_script(sh, model_id):
@@ -265,7 +265,9 @@ def audit_checkpoint(
     sim = similarity_section(s, emb, cal, config, model_id)
     scripts = script_share(s.texts)
     blind = _coverage_blind(reference, scripts, model_id)
-    cov = (_coverage_section(reference, s, emb, at.natural, config)
+    # the rows coverage clusters and the reference's map shows: the embeddings, or character n-grams
+    cov_rows = reference.coverage_vectors(s.texts, emb) if reference is not None else emb
+    cov = (_coverage_section(reference, cov_rows, at.natural, config)
            if reference is not None and reference.clusters is not None and blind is None else None)
     rep = repetition_section(s, config)
     prompts = None
@@ -279,7 +281,7 @@ def audit_checkpoint(
     loops = _worst_loops(rep)
     map_rows = emb
     if projection is None and reference is not None:  # the reference's map is of what coverage clusters
-        projection, map_rows = reference.projection, reference.coverage_vectors(s.texts, emb)
+        projection, map_rows = reference.projection, cov_rows
     return CheckpointResult(
         name=s.name, path=s.path, sha256=s.sha256, n_samples=n, n_empty=s.n_empty, n_skipped=s.n_skipped,
         n_truncated=s.n_truncated, texts=texts_of(s, examples, sim, loops, prompts),

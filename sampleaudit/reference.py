@@ -21,7 +21,14 @@ import numpy as np
 from . import __version__
 from .config import Config, figure_settings, validate_config
 from .errors import InputError
-from .metrics.calibration import ThresholdCalibration, calibrate_threshold, foreign_script, model_scripts, script_share
+from .metrics.calibration import (
+    ScriptShare,
+    ThresholdCalibration,
+    calibrate_threshold,
+    foreign_script,
+    model_scripts,
+    script_share,
+)
 from .metrics.charspace import CharSpace, fit_char_space
 from .metrics.coverage import BaselineClusters, NaturalClusters, fit_baseline_clusters, natural_clusters
 from .metrics.labels import cluster_terms
@@ -123,7 +130,7 @@ class Reference:
     representation_reason: str | None = None  # why lexical, when it is
     _sizes: dict[int, AtSize] = field(default_factory=dict, repr=False)
     _results: dict[int, BaselineResult] = field(default_factory=dict, repr=False)
-    _scripts: object | None = field(default=None, repr=False)  # script_share of the baseline, once computed
+    _scripts: ScriptShare | None = field(default=None, repr=False)  # script_share of the baseline, once computed
     _n_baseline: int | None = field(default=None, repr=False)  # set when the texts were left out (for_workers)
 
     @property
@@ -223,7 +230,7 @@ class Reference:
                 n_skipped=s.n_skipped, n_truncated=s.n_truncated, texts=shown, n_long=self.n_long,
                 subsample_size=len(sub),
                 similarity=at.similarity, coverage=summary, repetition=repetition_section(sub, self.config),
-                lexical=lexical_section(sub, self.config), scripts=script_share(s.texts),
+                lexical=lexical_section(sub, self.config), scripts=self.scripts(),
             )
         return self._results[n]
 
@@ -356,12 +363,12 @@ FOREIGN_MINORITY_WARN = 0.2
 
 
 def _baseline_warnings(samples: SampleSet, clusters: BaselineClusters | None, model: str = "",
-                       representation: str = "embedding") -> list[str]:
+                       representation: str = "embedding", scripts: ScriptShare | None = None) -> list[str]:
     s = samples
     out = input_warnings(s)
     known = model_scripts(model) if model else None
     if known and representation == "embedding":
-        scripts = script_share(s.texts)
+        scripts = scripts or script_share(s.texts)
         other = sum(v for k, v in scripts.shares.items() if k not in {*known, "none"})
         if other > FOREIGN_MINORITY_WARN:
             out.append(f"{s.name}: {other:.0%} of the baseline's texts are in a script {model} was not trained on; "
@@ -383,14 +390,14 @@ def _baseline_warnings(samples: SampleSet, clusters: BaselineClusters | None, mo
     return out
 
 
-def coverage_representation(baseline: SampleSet, model: str, setting: str) -> tuple[str, str | None]:
-    """("embedding" | "lexical", why lexical) for coverage.representation = `setting`: auto takes
-    the character n-grams when most of the baseline is in a script `model` was not trained on."""
+def coverage_representation(scripts: ScriptShare, model: str, setting: str) -> tuple[str, str | None]:
+    """("embedding" | "lexical", why lexical) for coverage.representation = `setting`, given the
+    baseline's script shares: auto takes the character n-grams when most of the baseline is in a
+    script `model` was not trained on."""
     if setting == "embedding":
         return "embedding", None
     if setting == "lexical":
         return "lexical", "coverage.representation = \"lexical\""
-    scripts = script_share(baseline.texts)
     if foreign_script(scripts, model):
         return "lexical", (f"{scripts.dominant_share:.0%} of the baseline is in {scripts.dominant_script} script, "
                            f"which {model} was not trained on")
@@ -426,7 +433,8 @@ def fit_reference(
                          f"embeddings have {x.shape[1]}")
     _check_not_degenerate(baseline)
     c = config.coverage
-    representation, reason = coverage_representation(baseline, embedder.model, c.representation)
+    scripts = script_share(baseline.texts)
+    representation, reason = coverage_representation(scripts, embedder.model, c.representation)
     space = fit_char_space(baseline.texts, seed=config.seed) if representation == "lexical" else None
     rows = x if space is None else space.transform(baseline.texts)  # what coverage clusters and the map shows
     try:
@@ -437,8 +445,8 @@ def fit_reference(
     projection = fit_map([rows], seed=config.seed, fitted_on="baseline", baseline=rows)
     terms = cluster_terms(baseline.texts, clusters.labels, clusters.n_clusters)
     reference = Reference(baseline, x, embedder, config, clusters, projection,
-                          _baseline_warnings(baseline, clusters, embedder.model, representation),
-                          terms, n_long, representation, space, reason)
+                          _baseline_warnings(baseline, clusters, embedder.model, representation, scripts),
+                          terms, n_long, representation, space, reason, _scripts=scripts)
     for n in sorted(set(sizes)):
         reference.at_size(int(n))
     return reference
