@@ -219,8 +219,6 @@ def _executor(args):
 
 def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, names: Sequence[str] | None,
                text_column: str, skip_invalid: bool, argv: Sequence[str]) -> int:
-    import functools
-
     from . import embed
     from .checks import exit_code
     from .embed import check_device
@@ -250,9 +248,7 @@ def _run_audit(args, checkpoint_paths: Sequence[str], baseline: str | None, name
         sets += [s.capped(config.input.max_chars) for s in generated]
         progress = not args.quiet and sys.stderr.isatty()
         # the workers build their own embedder (embed.load_embedder is looked up now, on the driver)
-        factory = functools.partial(embed.load_embedder, config.embed.model, device=config.embed.device,
-                                    batch_size=config.embed.batch_size, long_text=config.embed.long_text,
-                                    backend=config.embed.backend, model_cache_dir=config.embed.cache_dir)
+        factory = embed.embedder_from_config(config.embed)
         embedder = factory(progress=progress)
         result = audit(sets, baseline=base, config=config, embedder=embedder, log=log,
                        command=["sampleaudit", *argv], generation=generation, executor=executor,

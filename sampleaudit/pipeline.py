@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import Config
-from .embed import Embedder, EmbeddingCache, embed_texts, load_embedder
+from .embed import Embedder, EmbeddingCache, embed_texts, embedder_from_config
 from .engine import assemble, audit_checkpoint
 from .errors import InputError
 from .reference import check_distinct_names, fit_map, fit_reference
@@ -112,11 +112,8 @@ def audit(
     if to_embed and embedder is None and embedder_factory is not None:
         embedder = embedder_factory()
     if to_embed and embedder is None:
-        embedder_factory = functools.partial(load_embedder, config.embed.model, device=config.embed.device,
-                                             batch_size=config.embed.batch_size, long_text=config.embed.long_text)
-        embedder = load_embedder(config.embed.model, device=config.embed.device, batch_size=config.embed.batch_size,
-                                 long_text=config.embed.long_text, backend=config.embed.backend,
-                                 model_cache_dir=config.embed.cache_dir)
+        embedder_factory = embedder_from_config(config.embed)
+        embedder = embedder_factory()
     if given and to_embed and embedder_id is not None and embedder_id != embedder.model_id:
         raise InputError(f"the precomputed embeddings were made with {embedder_id!r} but the other sets are embedded "
                          f"with {embedder.model_id!r}; one audit needs one embedder")

@@ -1,11 +1,13 @@
 """Text embedders behind one Protocol, and an on-disk cache of their output."""
 
+import functools
+
 from .base import Embedder, cache_key, embed_texts
 from .cache import DEFAULT_LOCK_TIMEOUT, EmbeddingCache, default_cache_dir
 from .sentence_transformers import check_device
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "Embedder", "EmbeddingCache", "cache_key", "check_device", "default_cache_dir",
-           "embed_texts", "load_embedder"]
+           "embed_texts", "embedder_from_config", "load_embedder"]
 
 
 def load_embedder(model: str | None = None, *, device: str | None = None, batch_size: int = 64,
@@ -22,3 +24,10 @@ def load_embedder(model: str | None = None, *, device: str | None = None, batch_
 
     return SentenceTransformerEmbedder(model, device=device, batch_size=batch_size, progress=progress,
                                        long_text=long_text, backend=backend, model_cache_dir=model_cache_dir)
+
+
+def embedder_from_config(embed) -> functools.partial:
+    """`load_embedder` with every setting of the config's [embed] section bound (call it, with
+    `progress=` if wanted, to load the model); picklable, so a worker can build the same embedder."""
+    return functools.partial(load_embedder, embed.model, device=embed.device, batch_size=embed.batch_size,
+                             long_text=embed.long_text, backend=embed.backend, model_cache_dir=embed.cache_dir)

@@ -218,10 +218,9 @@ def run_probe(args, config_of) -> int:
     else:
         answers, source = _producer(args, date, log)
         checkpoint = None
-    from ..embed import load_embedder
+    from ..embed import embedder_from_config
 
-    embedder = load_embedder(config.embed.model, device=config.embed.device, batch_size=config.embed.batch_size,
-                             progress=not args.quiet and sys.stderr.isatty(), long_text=config.embed.long_text)
+    embedder = embedder_from_config(config.embed)(progress=not args.quiet and sys.stderr.isatty())
     cache = EmbeddingCache(config.embed.cache_dir, warn=log) if config.embed.cache else None
     threshold = config.similarity.threshold if config.similarity.threshold is not None else DEFAULT_THRESHOLD
     outcome = probe(answers, history=args.history, date=date, embedder=embedder, checkpoint=checkpoint,
