@@ -107,7 +107,7 @@ def checkpoint_task(job: Job, shared: Shared) -> JobOutput:
     vectors, n_long, info, warnings = job.embeddings, job.n_long, None, []
     if vectors is None:
         embedder = _embedder(shared.embedder)
-        info = EmbedderInfo(embedder.model_id, embedder.dim, embedder.device, getattr(embedder, "precision", "fp32"))
+        info = EmbedderInfo.of(embedder)
         if shared.info is not None and info.model != shared.info.model:
             raise InputError(f"the worker's embedder is {info.model!r} but the driver's is {shared.info.model!r}; "
                              "one audit needs one embedder")

@@ -136,8 +136,7 @@ def audit(
         raise InputError(f"all embeddings must have the same dimension; got {sorted(dims)}")
     dim = dims.pop()
     if embedder is not None:
-        info = EmbedderInfo(embedder.model_id, embedder.dim, embedder.device, getattr(embedder, "precision", "fp32"),
-                            getattr(embedder, "backend", "unknown"))
+        info = EmbedderInfo.of(embedder)
     else:
         info = EmbedderInfo(embedder_id or "precomputed", dim, "n/a")
 

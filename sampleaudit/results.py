@@ -49,6 +49,12 @@ class EmbedderInfo:
     precision: str = "unknown"
     backend: str = "unknown"
 
+    @classmethod
+    def of(cls, embedder) -> EmbedderInfo:
+        """What an Embedder (sampleaudit.embed) says of itself."""
+        return cls(embedder.model_id, embedder.dim, embedder.device, getattr(embedder, "precision", "fp32"),
+                   getattr(embedder, "backend", "unknown"))
+
 
 @dataclass(frozen=True)
 class SampleView:
