@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 EXTRA = [  # (module, attribute, stage) on top of _stages.STAGES
     ("sampleaudit.pipeline", "_as_set", "loading samples"),
-    ("sampleaudit.pipeline", "load_embedder", "loading the model"),
+    ("sampleaudit.embed", "load_embedder", "loading the model"),  # what embedder_from_config calls
     ("sampleaudit.pipeline", "embed_texts", "embedding (through the cache)"),
     ("sampleaudit.pipeline", "fit_reference", "reference (rest)"),
     ("sampleaudit.pipeline", "audit_checkpoint", "checkpoint (rest: checks, prompts, map)"),
