@@ -1159,15 +1159,23 @@ def repetition_stats(
     top_openings = _check_int("top_openings", top_openings, 1)
     max_loops_listed = _check_int("max_loops_listed", max_loops_listed, 0)
 
-    scans = [_scan(t) for t in texts]
     records: list[LoopRecord] = []
-    for text, name, sc in zip(texts, names, scans):
-        loop = _find_loop(text, sc, rule)
-        if loop is not None:
-            records.append(LoopRecord(id=name, **loop.__dict__))
+    seq_parts: dict[int, list[np.ndarray]] = {k: [] for k in SEQ_REP_NS}
+    dup_parts: dict[int, list[np.ndarray]] = {k: [] for k in DUP_NGRAM_NS}
+    for lo in range(0, len(texts), _CHUNK):  # per-sample figures: a chunk's token arrays at a time
+        part = texts[lo : lo + _CHUNK]
+        scans = [_scan(t) for t in part]
+        for text, name, sc in zip(part, names[lo : lo + _CHUNK], scans):
+            loop = _find_loop(text, sc, rule)
+            if loop is not None:
+                records.append(LoopRecord(id=name, **loop.__dict__))
+        for parts, scores in zip((seq_parts, dup_parts), _ngram_scores(scans)):
+            for k, v in scores.items():
+                parts[k].append(v)
     records.sort(key=lambda r: (-r.coverage_share, -r.n_repeats, r.id))
     n = len(texts)
-    seq_rep, dup_share = _ngram_scores(scans)
+    seq_rep = {k: np.concatenate(v) if v else np.zeros(0) for k, v in seq_parts.items()}
+    dup_share = {k: np.concatenate(v) if v else np.zeros(0) for k, v in dup_parts.items()}
     ratios = [_compression_ratio(t) for t in texts if t]
     openings, top_share, top_text = _openings(texts, opening_tokens, top_openings)
     return RepetitionResult(
@@ -1201,6 +1209,9 @@ def _distribution(values: Sequence[float] | np.ndarray) -> ScoreDistribution:
 def _compression_ratio(text: str) -> float:
     raw = text.encode("utf-8", "surrogatepass")
     return len(zlib.compress(raw, 9)) / len(raw)
+
+
+_CHUNK = 2048  # samples whose token arrays are held at once (memory stays flat at 100,000 samples)
 
 
 def _ngram_scores(scans: list[_Scan]) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:

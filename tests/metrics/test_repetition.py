@@ -466,6 +466,19 @@ def test_aggregates_do_not_depend_on_sample_order():
     assert shuffled == base
 
 
+def test_chunked_scan_gives_the_same_result_as_one_pass(monkeypatch):
+    """The set is scanned a chunk of samples at a time (bounded memory); chunk edges change nothing."""
+    from sampleaudit.metrics import repetition
+
+    rows = _load("loops_en.jsonl")[::12] + _load("loops_zh.jsonl")[::12]
+    texts, ids = [r["text"] for r in rows], [r["id"] for r in rows]
+    monkeypatch.setattr(repetition, "_CHUNK", 10**9)
+    whole = repetition_stats(texts, ids)
+    monkeypatch.setattr(repetition, "_CHUNK", 7)
+    assert repetition_stats(texts, ids) == whole
+    assert whole.n_looped > 0 and whole.seq_rep["2"].n == len(texts)
+
+
 def _check_bounds(r: RepetitionResult, n: int) -> None:
     assert r.n_samples == n and 0 <= r.n_looped <= n
     assert len(r.loop_ids) == r.n_looped
