@@ -17,7 +17,9 @@ def check_embeddings(embeddings, *, name: str = "embeddings", min_rows: int = 1)
     if arr.shape[0] < min_rows:
         raise InputError(f"{name} needs at least {min_rows} row(s); got {arr.shape[0]}")
     arr = np.ascontiguousarray(arr, dtype=np.float32)
-    if not np.isfinite(arr).all():
+    # A float64 sum of float32 values cannot overflow, so it is finite exactly when every value
+    # is; the sum needs no n*d temporary.
+    if not np.isfinite(arr.sum(dtype=np.float64)):
         bad = int(np.argwhere(~np.isfinite(arr))[0, 0])
         raise InputError(f"{name} contain NaN or inf (first at row {bad}); re-embed the samples")
     return arr
@@ -25,7 +27,7 @@ def check_embeddings(embeddings, *, name: str = "embeddings", min_rows: int = 1)
 
 def check_unit_norm(arr: np.ndarray, *, name: str = "embeddings", tol: float = 1e-3) -> np.ndarray:
     """Return L2-normalised rows; zero rows stay zero (their similarity to anything is 0)."""
-    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms = np.sqrt(np.einsum("ij,ij->i", arr, arr))[:, None]  # no n*d temporary, unlike linalg.norm
     if np.allclose(norms[norms > 0], 1.0, atol=tol):
         return arr
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -33,7 +33,7 @@ EXACT_MAX_ROWS = 10_000
 SAMPLED_QUERY_ROWS = 10_000
 HISTOGRAM_ROWS = 2_000  # query rows whose pairs are binned in a sampled pass
 ERROR_GROUPS = 20  # the binned rows' groups whose spread gives the quantiles' error bound
-BLOCK_ELEMENTS = 2**23  # similarities per block at most (32 MiB of float32)
+BLOCK_ELEMENTS = 2**22  # similarities per block at most (16 MiB of float32; a pass holds a few such arrays)
 _Z95 = 1.959964
 
 
@@ -124,8 +124,10 @@ class NearestNeighbors:
 def iter_similarity_blocks(
     x: np.ndarray, y: np.ndarray | None = None, *, block_size: int = 1024
 ) -> Iterator[tuple[int, np.ndarray]]:
-    """Yield (row offset, x[rows] @ y.T) in row blocks; y defaults to x. Inputs are trusted."""
+    """Yield (row offset, x[rows] @ y.T) in row blocks of at most `block_size` rows and
+    BLOCK_ELEMENTS values; y defaults to x. Inputs are trusted."""
     y = x if y is None else y
+    block_size = max(1, min(block_size, BLOCK_ELEMENTS // max(y.shape[0], 1)))
     for start in range(0, x.shape[0], block_size):
         yield start, x[start : start + block_size] @ y.T
 

@@ -9,6 +9,7 @@ do not overlap mean a difference at well below the 5% level.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from scipy.stats import norm
 from ..errors import InputError
 from ._validate import check_embeddings, check_unit_norm
 from .coverage import BaselineClusters, _counts, _covered
-from .vendi import _vendi_from_covs
+from .vendi import _vendi_from_covs, gram64
 
 DEFAULT_N_RESAMPLES = 200
 DEFAULT_CONFIDENCE = 0.95
@@ -134,10 +135,10 @@ def vendi_interval(
     n, d = x.shape
     g = min(n_groups, n)
     group = np.random.default_rng(seed).permutation(n) % g
-    # each group cast to float64 on its own: the same values as casting all rows, 1/g of the memory
-    pieces = np.stack([xk.T @ xk for xk in (x[group == k].astype(np.float64) for k in range(g))])
-    total = pieces.sum(axis=0)
-    estimate, *rest = _vendi_from_covs([total] + [total - p for p in pieces], min(n, d))
+    # each group's X^T X in float64, a chunk of its rows cast at a time (O(d^2) memory at any n)
+    pieces = [gram64(x, np.flatnonzero(group == k)) for k in range(g)]
+    total = sum(pieces[1:], pieces[0])
+    estimate, *rest = _vendi_from_covs(itertools.chain([total], (total - p for p in pieces)), min(n, d))
     values = np.array(rest)
     se = float(np.sqrt((g - 1) / g * ((values - values.mean()) ** 2).sum()))
     half = float(norm.ppf((1 + confidence) / 2)) * se

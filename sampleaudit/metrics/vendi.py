@@ -60,12 +60,29 @@ def _vendi_from_covs(covs, max_score: int) -> list[float]:
     return out
 
 
+_CAST_ROWS = 2048  # rows cast to float64 at a time: the copy stays a few MiB at any n
+
+
+def gram64(x: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """X^T X in float64 of `x` (or of its `rows`), a chunk of rows cast at a time (O(d^2) memory)."""
+    d = x.shape[1]
+    gram = np.zeros((d, d))
+    total = x.shape[0] if rows is None else rows.size
+    for start in range(0, total, _CAST_ROWS):
+        part = slice(start, start + _CAST_ROWS)
+        chunk = (x[part] if rows is None else x[rows[part]]).astype(np.float64)
+        gram += chunk.T @ chunk
+    return gram
+
+
 def _vendi(x: np.ndarray) -> float:
     """Vendi score of L2-normalised rows (trusted input)."""
-    x64 = x.astype(np.float64)
+    n, d = x.shape
     # Same nonzero eigenvalues either way; take the smaller matrix (d*d unless n < d).
-    gram = x64.T @ x64 if x.shape[1] <= x.shape[0] else x64 @ x64.T
-    return _vendi_from_covs([gram], min(x.shape))[0]
+    if n < d:
+        x64 = x.astype(np.float64)
+        return _vendi_from_covs([x64 @ x64.T], n)[0]
+    return _vendi_from_covs([gram64(x)], d)[0]
 
 
 def vendi_score(embeddings) -> float:
