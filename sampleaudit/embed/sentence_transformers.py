@@ -233,6 +233,13 @@ BACKENDS = ("auto", "torch", "openvino")
 CHUNK_OVERLAP = 0.25  # share of a window that the next one repeats
 
 
+def _torch_threads() -> int:
+    """torch's intra-op thread count (OMP_NUM_THREADS, or what a Ray worker was given), for OpenVINO too."""
+    import torch
+
+    return torch.get_num_threads()
+
+
 def chunk_windows(n_tokens: int, size: int, *, overlap: float = CHUNK_OVERLAP) -> list[tuple[int, int]]:
     """[start, end) token windows of at most `size` covering n_tokens, each overlapping the next by
     about `overlap` of a window; one window when the text fits. The last window ends at n_tokens."""
@@ -319,12 +326,13 @@ class SentenceTransformerEmbedder:
                                    self.model_id)
         try:
             try:
-                return ovb.OpenVINOTransformer(ovb.export(self._model, folder))
+                return ovb.OpenVINOTransformer(ovb.export(self._model, folder), threads=_torch_threads())
             except OSError as exc:  # the cache folder cannot be written: export for this run only
                 self.warnings.append(f"model export folder {folder.parent} cannot be written "
                                      f"({exc.strerror or exc}); the OpenVINO model was exported for this run only")
                 with tempfile.TemporaryDirectory(prefix="sampleaudit-openvino-") as tmp:
-                    return ovb.OpenVINOTransformer(ovb.export(self._model, Path(tmp) / folder.name))
+                    return ovb.OpenVINOTransformer(ovb.export(self._model, Path(tmp) / folder.name),
+                                                   threads=_torch_threads())
         except Exception as exc:  # noqa: BLE001 - conversion errors of any kind: torch still works
             first = " ".join(str(exc).split())[:200]
             if required:
@@ -354,12 +362,12 @@ class SentenceTransformerEmbedder:
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         modules = list(self._model)[1:]
-        starts = range(0, len(texts), self.batch_size)
+        batches = [order[start : start + self.batch_size] for start in range(0, len(texts), self.batch_size)]
+        tokenized = ((rows, self._model.preprocess([texts[i] for i in rows])) for rows in batches)
         with torch.inference_mode():
-            for start in tqdm(starts, desc="Batches", disable=not self.progress):
-                rows = order[start : start + self.batch_size]
-                features = self._model.preprocess([texts[i] for i in rows])
-                features["token_embeddings"] = torch.from_numpy(self._runtime(features))
+            for rows, features, tokens in tqdm(self._runtime.map(tokenized), total=len(batches), desc="Batches",
+                                               disable=not self.progress):
+                features["token_embeddings"] = torch.from_numpy(tokens)
                 for module in modules:
                     features = module(features)
                 out[rows] = features["sentence_embedding"].float().numpy()
