@@ -51,8 +51,10 @@ PALETTE = [
     "#d6a6e0",  # light orchid
 ]
 # Line styles and hatches repeat the colour distinction so a greyscale print still tells sets apart.
+# Hatches are lines only: a dot or circle hatch is a pattern of hundreds of curves, and WeasyPrint
+# parses a pattern again for every bar it fills (the "..", "oo" pair cost the PDF about 3 s).
 LINESTYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1))]
-HATCHES = ["", "//", "..", "xx", "\\\\", "--", "++", "oo"]
+HATCHES = ["", "//", "||", "xx", "\\\\", "--", "++", "/|"]
 MAX_LABEL = 32
 _WIDTH = 7.2
 # SVG properties matplotlib writes in style="..." that are also SVG presentation attributes. As
