@@ -93,6 +93,27 @@ def _embedder(factory):
     return _EMBEDDER[key]
 
 
+def _runtime_mismatch(name: str, worker: EmbedderInfo, driver: EmbedderInfo | None) -> list[str]:
+    """Refuse a worker whose embedder is another model; a warning when only its runtime differs.
+
+    The model (id and dimension) must be the driver's: vectors of two models are not comparable. The
+    runtime (backend, precision) may differ, e.g. GPU workers in fp16 against a baseline embedded
+    on a CPU driver with OpenVINO in bf16, or a worker without openvino falling back to torch: the
+    vectors then agree to rounding (cosine >= 0.9999 for all-MiniLM-L6-v2), so the audit goes on
+    and says so.
+    """
+    if driver is None:
+        return []
+    if (worker.model, worker.dim) != (driver.model, driver.dim):
+        raise InputError(f"the worker's embedder is {worker.model!r} ({worker.dim}-d) but the driver's is "
+                         f"{driver.model!r} ({driver.dim}-d); one audit needs one embedder")
+    if (worker.backend, worker.precision) == (driver.backend, driver.precision):
+        return []
+    return [f"{name} was embedded on its worker with {worker.backend} {worker.precision} on {worker.device}, the "
+            f"driver's sets with {driver.backend} {driver.precision} on {driver.device}: the same model, vectors "
+            "equal to rounding; set embed.backend (and --device) alike everywhere to rule the difference out"]
+
+
 def checkpoint_task(job: Job, shared: Shared) -> JobOutput:
     """Do one job: generate its samples when asked, embed them, analyse them against the reference."""
     from .embed import EmbeddingCache, embed_texts
@@ -108,9 +129,7 @@ def checkpoint_task(job: Job, shared: Shared) -> JobOutput:
     if vectors is None:
         embedder = _embedder(shared.embedder)
         info = EmbedderInfo.of(embedder)
-        if shared.info is not None and info.model != shared.info.model:
-            raise InputError(f"the worker's embedder is {info.model!r} but the driver's is {shared.info.model!r}; "
-                             "one audit needs one embedder")
+        warnings += _runtime_mismatch(samples.name, info, shared.info)
         store = None
         if shared.cache_dir is not None:
             store = EmbeddingCache(shared.cache_dir)
@@ -118,7 +137,7 @@ def checkpoint_task(job: Job, shared: Shared) -> JobOutput:
         vectors = embed_texts(samples.texts, embedder, cache=store)
         count_long = getattr(embedder, "n_truncated", None)
         n_long = count_long(samples.texts) if count_long is not None else None
-        warnings = list(store.warnings) if store is not None else []
+        warnings += list(store.warnings) if store is not None else []
     if shared.stage == "embed":
         return JobOutput(samples.name, samples=samples, vectors=vectors, n_long=n_long, embedder=info,
                          generation=generation, warnings=warnings)

@@ -199,3 +199,26 @@ def test_ray_generates_on_the_workers_the_samples_the_local_run_generates(local_
         runs[executor] = data
     assert runs["ray"]["provenance"]["generation"]["tiny"]["n_samples"] == 6
     assert runs["ray"] == runs["local"]
+
+
+class _OpenVINOHashing(HashingEmbedder):
+    """The hashing model as if another runtime computed it."""
+
+    backend, precision = "openvino", "bf16"
+
+
+def test_a_worker_on_another_runtime_warns_and_on_another_model_is_refused():
+    from sampleaudit.config import Config
+    from sampleaudit.executors import Job, Shared, checkpoint_task
+    from sampleaudit.results import EmbedderInfo
+
+    driver = EmbedderInfo.of(HashingEmbedder(64))
+    job = Job("a", samples=SampleSet.from_texts(texts(5, 1), name="a"))
+    same = checkpoint_task(job, Shared(Config(), functools.partial(HashingEmbedder, 64), driver, stage="embed"))
+    assert same.warnings == [] and same.vectors.shape == (5, 64)
+    other = checkpoint_task(job, Shared(Config(), functools.partial(_OpenVINOHashing, 64), driver, stage="embed"))
+    assert len(other.warnings) == 1 and "a was embedded on its worker with openvino bf16 on cpu" in other.warnings[0]
+    assert "the driver's sets with unknown fp32" in other.warnings[0]
+    assert np.allclose(other.vectors, same.vectors)
+    with pytest.raises(InputError, match=r"worker's embedder is 'hashing-char-3-5-32' \(32-d\)"):
+        checkpoint_task(job, Shared(Config(), functools.partial(HashingEmbedder, 32), driver, stage="embed"))
