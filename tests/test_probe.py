@@ -86,6 +86,44 @@ def test_rise_alerts_on_its_third_day_with_json_and_rollback_target(tmp_path, ca
         assert figures["overall"]["drift"]["value"] > 0
 
 
+# a collapse onto one answer every prompt shares: each prompt's answers keep drawing from the prompt's
+# own small vocabulary (so two answers to one prompt stay about as similar as before) while more and
+# more of every answer is the same shared sentence
+TOPICS = {"Tell me a story.": "dragon castle knight princess sword", "Describe the sea.": "wave tide salt shore coral",
+          "What is love?": "heart longing kiss tender devotion", "Name a city.": "paris tokyo cairo lima oslo"}
+POOL = "the weather today is sunny and mild with light winds".split()
+
+
+def shared_day_file(folder: Path, day: int, shared: int) -> Path:
+    rng = random.Random(day)
+    path = folder / f"answers-{_date(day)}.jsonl"
+    with open(path, "w", encoding="utf-8") as fh:
+        for p, words in TOPICS.items():
+            for _ in range(6):
+                text = " ".join(POOL[:shared] + [rng.choice(words.split()) for _ in range(12 - shared)])
+                fh.write(json.dumps({"prompt": p, "text": text, "checkpoint": f"step-{1000 * day}"}) + "\n")
+    return path
+
+
+def test_a_collapse_onto_an_answer_all_prompts_share_alerts_through_the_cross_prompt_figure(tmp_path, capsys):
+    codes, lines = [], []
+    for day, shared in enumerate([0] * 8 + [1, 2, 3]):
+        f = shared_day_file(tmp_path, day, shared)
+        codes.append(main(["probe", "--samples", str(f), "--date", _date(day), "--history", str(tmp_path / "h.db"),
+                           "-q", "--json"]))
+        lines.append(json.loads(capsys.readouterr().out))
+    assert codes == [0] * 9 + [1, 0]
+    alert = lines[9]
+    assert alert["figure"] == "overall cross_similarity" and alert["event"] == "alert"
+    assert alert["figures"]["mean_similarity"]["state"] == "ok"  # the within-prompt figure saw nothing
+    assert alert["figures"]["cross_similarity"]["state"] == "alert"
+    assert alert["rollback_to"]["checkpoint_id"] == "step-8000"  # one shared word a day moved nothing yet
+    assert "different prompts" in alert["message"] and "rolling back to checkpoint step-8000" in alert["message"]
+    assert all(p["value"] > p["base_value"] + 0.02 for p in alert["prompts"])  # every prompt moved
+    assert lines[10]["event"] == "ongoing" and lines[10]["figure"] == "overall cross_similarity"
+    assert lines[7]["message"].startswith(f"ok on {_date(7)}: mean similarity among the answers to each prompt")
+
+
 def test_rerun_day_refuses_exit_2_and_replace_keeps_the_old_run(tmp_path, capsys):
     assert _probe(tmp_path, 0, 0) == 0
     assert _probe(tmp_path, 0, 3) == 2

@@ -144,3 +144,28 @@ def test_one_answer_per_prompt_uses_pairs_across_prompts():
     f = probe_figures(e, ["a", "b", "c"], ["x", "y", "z"], n_resamples=20)
     assert f.overall.mean_similarity.value == pytest.approx(1 / 3, abs=1e-6)
     assert all(p.mean_similarity.value is None for p in f.prompts)
+
+
+def test_cross_prompt_similarity_is_the_mean_over_pairs_of_answers_to_different_prompts():
+    rng = np.random.default_rng(3)
+    labels = ["a"] * 3 + ["b"] * 5 + ["c"] * 2
+    e = rng.normal(size=(len(labels), 12))
+    f = probe_figures(e, labels, ["t"] * len(labels), n_resamples=200)
+    u = e / np.linalg.norm(e, axis=1, keepdims=True)
+    lab = np.array(labels)
+    cos = u @ u.T
+    other = lab[:, None] != lab[None, :]
+    assert f.overall.cross_similarity.value == pytest.approx(cos[other].mean(), abs=1e-6)
+    for row in f.prompts:
+        mine = lab == row.prompt
+        assert row.cross_similarity.value == pytest.approx(cos[np.ix_(mine, ~mine)].mean(), abs=1e-6)
+    c = f.overall.cross_similarity
+    assert c.low <= c.value <= c.high and c.se > 0
+
+
+def test_cross_prompt_similarity_needs_two_answers_per_prompt_and_two_prompts():
+    e = np.eye(4)
+    assert probe_figures(e, ["a", "a", "b", "c"], ["t"] * 4, n_resamples=20).overall.cross_similarity.value is None
+    assert probe_figures(e, ["a"] * 4, ["t"] * 4, n_resamples=20).overall.cross_similarity.value is None
+    two = probe_figures(e, ["a", "a", "b", "b"], ["t"] * 4, n_resamples=20)
+    assert two.overall.cross_similarity.value == 0.0  # orthogonal answers

@@ -8,6 +8,11 @@ Definitions (pure functions: embeddings, prompt groups and texts in, figures out
 - high_similarity_share: the share of answers whose most similar other answer (to the same prompt;
   across all answers when each prompt has one) has cosine >= `threshold`.
 - loop_share: the share of answers in which `repetition_stats` finds a repetition loop.
+- cross_similarity: the mean cosine between answers to different prompts, over all such pairs;
+  per prompt, between its answers and the other prompts' answers. It catches a collapse onto a few
+  answers that every prompt shares, which the within-prompt figure misses when each prompt rarely
+  draws the same one twice. Defined only when every prompt has at least two answers and there are
+  two prompts or more (with one answer per prompt, the overall mean_similarity is already this).
 - drift: 1 - cosine between the mean embedding of today's answers to a prompt and the mean embedding
   of the reference day's answers to it; overall, the mean over prompts found on both days. It is
   above 0 even for two samples of one model (more so with few answers): read it as a trend. Its
@@ -23,7 +28,7 @@ deviation, which the trend rule (sampleaudit/probe/trend.py) scales its noise ma
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -64,17 +69,20 @@ class GroupFigures:
     high_similarity_share: float | None
     loop_share: float
     drift: Figure
+    cross_similarity: Figure = Figure(None)
 
     def to_dict(self) -> dict:
         return {"prompt": self.prompt, "n_answers": self.n_answers,
                 "mean_similarity": self.mean_similarity.to_dict(),
+                "cross_similarity": self.cross_similarity.to_dict(),
                 "high_similarity_share": self.high_similarity_share, "loop_share": self.loop_share,
                 "drift": self.drift.to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict) -> GroupFigures:
         return cls(d.get("prompt"), int(d["n_answers"]), Figure.from_dict(d.get("mean_similarity")),
-                   d.get("high_similarity_share"), float(d.get("loop_share") or 0.0), Figure.from_dict(d.get("drift")))
+                   d.get("high_similarity_share"), float(d.get("loop_share") or 0.0), Figure.from_dict(d.get("drift")),
+                   Figure.from_dict(d.get("cross_similarity")))
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,31 @@ def _drift_draws(x: np.ndarray, ref: np.ndarray, rng, n_resamples: int) -> tuple
     ia = rng.integers(0, len(x), (n_resamples, len(x)))
     ib = rng.integers(0, len(ref), (n_resamples, len(ref)))
     return value, gap(x[ia].mean(axis=1), ref[ib].mean(axis=1))
+
+
+def _cross_figures(x: np.ndarray, groups: list[np.ndarray], rng, n_resamples: int,
+                   confidence: float) -> tuple[Figure, list[Figure]]:
+    """Mean cosine between answers to different prompts: overall and per prompt (module docstring).
+
+    From the sums of each prompt's embeddings: with S_p the sum over prompt p's answers and T the sum
+    over all, the cross pairs' total is |T|^2 - sum_p |S_p|^2 (overall) and S_p . (T - S_p) (prompt p).
+    The bootstrap resamples answers within each prompt, as the other figures do.
+    """
+    n = np.array([len(ix) for ix in groups], dtype=np.float64)
+    sums = np.stack([x[ix].sum(axis=0) for ix in groups])  # (prompts, d)
+    draws = np.stack([x[ix][rng.integers(0, len(ix), (n_resamples, len(ix)))].sum(axis=1) for ix in groups],
+                     axis=1)  # (resamples, prompts, d)
+
+    def cross(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # s: (..., prompts, d)
+        total = s.sum(axis=-2, keepdims=True)
+        per = (s * (total - s)).sum(axis=-1) / (n * (n.sum() - n))
+        overall = ((total[..., 0, :] ** 2).sum(axis=-1) - (s ** 2).sum(axis=(-2, -1))) / (n.sum() ** 2 - (n ** 2).sum())
+        return overall, per
+
+    value, per_value = cross(sums)
+    draw_overall, draw_per = cross(draws)
+    return (_figure(float(value), draw_overall, confidence),
+            [_figure(float(v), draw_per[:, i], confidence) for i, v in enumerate(per_value)])
 
 
 def probe_figures(
@@ -232,7 +265,13 @@ def probe_figures(
         overall_share = _r(_nn_share(gram, threshold))
     else:
         overall_sim, overall_share = Figure(None), None
+    crossed = None
+    if per_prompt and len(order) >= 2:  # its own stream: the other figures' draws stay as they were
+        crossed = _cross_figures(x, [groups[p] for p in order], np.random.default_rng([seed, 1]), n_resamples,
+                                 confidence)
+        rows = [replace(r, cross_similarity=f) for r, f in zip(rows, crossed[1])]
     overall_drift = (_normal_figure(float(np.mean(drift_values)), np.mean(drift_draws, axis=0), confidence)
                      if drift_values else Figure(None))
-    overall = GroupFigures(None, len(x), overall_sim, overall_share, _r(len(looped) / len(x)), overall_drift)
+    overall = GroupFigures(None, len(x), overall_sim, overall_share, _r(len(looped) / len(x)), overall_drift,
+                           crossed[0] if crossed else Figure(None))
     return DayFigures(overall, tuple(rows), float(threshold), int(n_resamples), float(confidence), int(seed))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from .history import History, now_iso
-from .run import read_trend
+from .run import WATCHED, WORDS, lead_figure, read_trend
 from .trend import TrendRule
 
 FILE_NAMES = {"html": "probe.html", "pdf": "probe.pdf"}
@@ -28,34 +28,48 @@ def _share(v) -> str:
     return "n/a" if v is None else f"{v:.0%}"
 
 
+SHORT = {"mean_similarity": "within prompts", "cross_similarity": "across prompts"}
+
+
+def _trend_cell(fig: dict | None, t) -> dict:
+    cell = _cell(fig)
+    cell["change"] = None if t is None or t.change is None else f"{t.change:+.3f}"
+    cell["margin"] = None if t is None or t.margin is None else f"{t.margin:.3f}"
+    return cell
+
+
 def build_probe_context(h: History, *, rule: TrendRule = TrendRule(), last: int = 3) -> dict:
     """The view model of the trend report: every value already formatted for the page."""
     from ..report import charts
 
     days = h.days()
-    trends, episodes = read_trend(days, rule)
-    trend_by_date = {t.date: t for t in trends}
+    trends = read_trend(days, rule)
+    episodes = sorted(((f, e) for f, ft in trends.items() for e in ft.episodes), key=lambda fe: fe[1].alert_date)
     prompts = list(dict.fromkeys(p["prompt"] for d in days for p in d.figures["prompts"]))
     rows = []
     for d in days:
         o = d.figures["overall"]
-        t = trend_by_date.get(d.date)
+        lead = lead_figure(trends, d.date)
+        t = trends[lead].on(d.date)
+        state = t.state if t is not None else "no figure"
         rows.append({
             "date": d.date, "checkpoint": d.checkpoint_id, "path": d.checkpoint_path, "n": d.n_answers,
-            "sim": _cell(o["mean_similarity"]), "high": _share(o["high_similarity_share"]),
-            "loops": _share(o["loop_share"]), "drift": _cell(o["drift"]),
-            "change": None if t is None or t.change is None else f"{t.change:+.3f}",
-            "margin": None if t is None or t.margin is None else f"{t.margin:.3f}",
-            "state": t.state if t is not None else "no figure", "triggers": ", ".join(t.triggers) if t else "",
-            "per_prompt": {p["prompt"]: _cell(p["mean_similarity"]) for p in d.figures["prompts"]},
+            "figures": [_trend_cell(o.get(f), trends[f].on(d.date)) for f in WATCHED],
+            "high": _share(o["high_similarity_share"]), "loops": _share(o["loop_share"]), "drift": _cell(o["drift"]),
+            "state": state, "triggers": f"{SHORT[lead]}: {', '.join(t.triggers)}" if t and t.triggers else "",
+            "per_prompt": {f: {p["prompt"]: _cell(p.get(f)) for p in d.figures["prompts"]} for f in WATCHED},
         })
     dates = [d.date for d in days]
-    overall = [d.figures["overall"]["mean_similarity"] for d in days]
-    chart_overall = None if not days else charts.trend_lines(
-        dates, [("overall", [f.get("value") for f in overall],
-                 [(f["low"], f["high"]) if f.get("low") is not None else None for f in overall], charts.color(0))],
-        title="Mean similarity among the day's answers (band: 95% bootstrap interval)", ylabel="cosine",
-        alerts=[e.alert_date for e in episodes], cleared=[e.cleared_date for e in episodes if e.cleared_date])
+    series = []
+    for i, f in enumerate(WATCHED):
+        figs = [d.figures["overall"].get(f) or {} for d in days]
+        if any(x.get("value") is not None for x in figs):
+            series.append((SHORT[f], [x.get("value") for x in figs],
+                           [(x["low"], x["high"]) if x.get("low") is not None else None for x in figs],
+                           charts.color(i)))
+    chart_overall = None if not series else charts.trend_lines(
+        dates, series, title="Mean similarity of the day's answers (bands: 95% bootstrap intervals)", ylabel="cosine",
+        alerts=[e.alert_date for _, e in episodes], cleared=[e.cleared_date for _, e in episodes if e.cleared_date])
     per = []
     for i, p in enumerate(prompts):
         values = []
@@ -63,8 +77,8 @@ def build_probe_context(h: History, *, rule: TrendRule = TrendRule(), last: int 
             f = next((q for q in d.figures["prompts"] if q["prompt"] == p), None)
             values.append(f["mean_similarity"].get("value") if f else None)
         per.append((p or "(no prompt)", values, [None] * len(values), charts.color(i)))
-    chart_prompts = charts.trend_lines(dates, per, title="Mean similarity per probe prompt", ylabel="cosine",
-                                       alerts=[e.alert_date for e in episodes]) if prompts and days else None
+    chart_prompts = charts.trend_lines(dates, per, title="Mean similarity within each probe prompt", ylabel="cosine",
+                                       alerts=[e.alert_date for _, e in episodes]) if prompts and days else None
     shown = days[-last:]
     answers = {d.date: h.answers(d.run_id) for d in shown}
     side = []
@@ -78,21 +92,22 @@ def build_probe_context(h: History, *, rule: TrendRule = TrendRule(), last: int 
         side.append({"prompt": p or "(no prompt)", "columns": cols})
     eps = []
     by_date = {d.date: d for d in days}
-    for e in episodes:
+    for f, e in episodes:
         base = by_date[e.base_date]
-        eps.append({"alert": e.alert_date, "start": e.start_date, "base": e.base_date,
-                    "checkpoint": base.checkpoint_id, "path": base.checkpoint_path,
+        eps.append({"figure": SHORT[f], "words": WORDS[f], "alert": e.alert_date, "start": e.start_date,
+                    "base": e.base_date, "checkpoint": base.checkpoint_id, "path": base.checkpoint_path,
                     "triggers": ", ".join(e.triggers), "cleared": e.cleared_date or "not yet",
                     "series": " → ".join(f"{d} {v:.3f}" for d, v in e.days)})
-    open_episode = next((e for e in eps if e["cleared"] == "not yet"), None)
     embedder = h.embedder()
     return {
         "title": "sampleaudit probe", "history": str(h.path), "created": now_iso(), "rule": rule.to_dict(),
         "embedder": f"{embedder[0]} ({embedder[1]}-d)" if embedder else "n/a",
         "days": rows, "prompts": [p or "(no prompt)" for p in prompts], "prompt_keys": prompts,
-        "episodes": eps, "open_episode": open_episode, "chart_overall": chart_overall,
-        "chart_prompts": chart_prompts, "side": side, "shown_dates": [d.date for d in shown],
-        "n_days": len(days), "first": dates[0] if dates else None, "last": dates[-1] if dates else None,
+        "watched": [{"key": f, "short": SHORT[f], "words": WORDS[f]} for f in WATCHED],
+        "episodes": eps, "open_episodes": [e for e in eps if e["cleared"] == "not yet"],
+        "chart_overall": chart_overall, "chart_prompts": chart_prompts, "side": side,
+        "shown_dates": [d.date for d in shown], "n_days": len(days), "first": dates[0] if dates else None,
+        "last": dates[-1] if dates else None,
     }
 
 

@@ -27,7 +27,10 @@ from ..samples import SampleSet
 from .history import DEFAULT_LOCK_TIMEOUT, Day, History, HistoryLock
 from .trend import DayTrend, Episode, Point, TrendRule, evaluate
 
-WATCHED = "mean_similarity"  # the figure the trend rule reads: the overall mean similarity among answers
+# the figures the trend rule reads, each on its own; an alert when either fires (README: the daily probe)
+WATCHED = ("mean_similarity", "cross_similarity")
+WORDS = {"mean_similarity": "mean similarity among the answers to each prompt",
+         "cross_similarity": "mean similarity between answers to different prompts"}
 NO_PROMPT = ""
 
 
@@ -90,56 +93,118 @@ def check_webhook(url: str | None) -> str | None:
     return url
 
 
+_ACTIVE = ("alert", "ongoing", "cleared")
+
+
+@dataclass(frozen=True)
+class FigureTrend:
+    """The trend rule's reading of one watched figure: the series' days and episodes, and one day's."""
+
+    figure: str
+    days: list[DayTrend]
+    episodes: list[Episode]
+
+    def on(self, date: str) -> DayTrend | None:
+        return next((t for t in self.days if t.date == date), None)
+
+    def episode_on(self, date: str) -> Episode | None:
+        """The episode `date` belongs to (opened, ongoing or cleared that day)."""
+        t = self.on(date)
+        if t is None or t.state not in _ACTIVE:
+            return None
+        return next((e for e in self.episodes
+                     if e.alert_date <= date and (e.cleared_date is None or date <= e.cleared_date)), None)
+
+
 @dataclass(frozen=True)
 class ProbeOutcome:
-    """What one probe run recorded and what the trend rule made of it; `payload` is the --json line."""
+    """What one probe run recorded and what the trend rule made of it; `payload` is the --json line.
+
+    `trend` and `episode` are those of the leading figure (`payload["figure"]`, see `lead_figure`);
+    `trends` holds every watched figure's reading.
+    """
 
     day: Day
     figures: DayFigures
-    trend: DayTrend
-    episode: Episode | None  # the episode the day belongs to (opened, ongoing or cleared that day)
+    trends: dict[str, FigureTrend]
     payload: dict
 
     @property
+    def lead(self) -> str:
+        return lead_figure(self.trends, self.day.date)
+
+    @property
+    def trend(self) -> DayTrend:
+        return self.trends[self.lead].on(self.day.date)
+
+    @property
+    def episode(self) -> Episode | None:
+        return self.trends[self.lead].episode_on(self.day.date)
+
+    @property
     def alert(self) -> bool:
-        return self.trend.state == "alert"
+        """A watched figure opened an alert today."""
+        return any((t := ft.on(self.day.date)) is not None and t.state == "alert" for ft in self.trends.values())
 
 
-def points_of(days: list[Day]) -> list[Point]:
-    """The watched figure of each day that has one, as trend points."""
+def points_of(days: list[Day], figure: str = WATCHED[0]) -> list[Point]:
+    """The overall `figure` of each day that has one (days recorded before it existed have none)."""
     out = []
     for d in days:
-        fig = d.figures["overall"][WATCHED]
+        fig = d.figures["overall"].get(figure) or {}
         if fig.get("value") is not None and fig.get("se") is not None:
             out.append(Point(d.date, float(fig["value"]), float(fig["se"]), d.checkpoint_id))
     return out
 
 
-def read_trend(days: list[Day], rule: TrendRule) -> tuple[list[DayTrend], list[Episode]]:
-    return evaluate(points_of(days), rule)
+def read_trend(days: list[Day], rule: TrendRule) -> dict[str, FigureTrend]:
+    """Every watched figure's series read by the rule, each on its own."""
+    return {f: FigureTrend(f, *evaluate(points_of(days, f), rule)) for f in WATCHED}
+
+
+def lead_figure(trends: dict[str, FigureTrend], date: str) -> str:
+    """The figure a day's verdict is about: one that alerts that day, else one with an ongoing alert,
+    else one that cleared, else the first watched figure (the earlier base day first on a tie, the
+    safer rollback; then the order of WATCHED)."""
+    for state in _ACTIVE:
+        hits = [f for f in WATCHED if (t := trends[f].on(date)) is not None and t.state == state]
+        if hits:
+            return min(hits, key=lambda f: trends[f].episode_on(date).base_date)
+    return next((f for f in WATCHED if trends[f].on(date) is not None), WATCHED[0])
 
 
 def _fmt(v: float) -> str:
     return f"{v:.3f}"
 
 
-def payload_for(day: Day, trend: DayTrend, episode: Episode | None, days: list[Day], rule: TrendRule,
-                history: str) -> dict:
-    """The machine-readable verdict of a day (the --json line and the webhook's body)."""
+def _trend_dict(t: DayTrend | None) -> dict | None:
+    if t is None:
+        return None
+    return {"state": t.state, "value": t.value, "change": t.change, "margin": t.margin, "z": t.z,
+            "streak": t.streak, "cusum": t.cusum, "triggers": list(t.triggers)}
+
+
+def payload_for(day: Day, trends: dict[str, FigureTrend], days: list[Day], rule: TrendRule, history: str) -> dict:
+    """The machine-readable verdict of a day (the --json line and the webhook's body): the leading
+    figure's reading at the top level, every watched figure's under "figures"."""
+    lead = lead_figure(trends, day.date)
+    trend, episode = trends[lead].on(day.date), trends[lead].episode_on(day.date)
     by_date = {d.date: d for d in days}
-    out = {"event": trend.state if trend.state in ("alert", "ongoing", "cleared") else "ok", "date": day.date,
-           "history": history, "figure": f"overall {WATCHED}", "value": trend.value, "change": trend.change,
+    out = {"event": trend.state if trend.state in _ACTIVE else "ok", "date": day.date,
+           "history": history, "figure": f"overall {lead}", "value": trend.value, "change": trend.change,
            "margin": trend.margin, "z": trend.z, "streak": trend.streak, "cusum": trend.cusum,
+           "figures": {f: _trend_dict(ft.on(day.date)) for f, ft in trends.items()},
            "checkpoint": day.checkpoint, "rule": rule.to_dict()}
     if episode is not None:
         base = by_date[episode.base_date]
         out["episode"] = episode.to_dict()
         out["rollback_to"] = {"date": base.date, "checkpoint_id": base.checkpoint_id,
                               "checkpoint_path": base.checkpoint_path}
-        before = {p["prompt"]: p[WATCHED]["value"] for p in base.figures["prompts"]}
-        out["prompts"] = [{"prompt": p["prompt"], "base_value": before.get(p["prompt"]), "value": p[WATCHED]["value"]}
+        before = {p["prompt"]: (p.get(lead) or {}).get("value") for p in base.figures["prompts"]}
+        out["prompts"] = [{"prompt": p["prompt"], "base_value": before.get(p["prompt"]),
+                           "value": (p.get(lead) or {}).get("value")}
                           for p in day.figures["prompts"]]  # which probe prompts moved
-    out["message"] = message(trend, episode, days)
+    out["message"] = message(day.date, trends, days)
     return out
 
 
@@ -147,31 +212,44 @@ _TRIGGER_WORDS = {"streak": "rose beyond its noise margin on {n} days in a row",
                   "jump": "jumped beyond the large margin in one day", "cusum": "climbed steadily (CUSUM over its limit)"}
 
 
-def message(trend: DayTrend, episode: Episode | None, days: list[Day]) -> str:
-    """One line for a person: what happened and which checkpoint to roll back to."""
-    if episode is None or trend.state not in ("alert", "ongoing", "cleared"):
-        change = "" if trend.change is None else f" ({trend.change:+.3f}, margin {trend.margin:.3f})"
-        return f"ok: mean similarity among the probe answers {_fmt(trend.value)} on {trend.date}{change}"
+def _figure_message(figure: str, trend: DayTrend, episode: Episode, days: list[Day]) -> tuple[str, str | None]:
+    """What one figure did (with its episode) and the rollback advice (None once cleared)."""
+    words = WORDS[figure]
+    if trend.state == "cleared":
+        return (f"cleared: the {words} {_fmt(trend.value)} on {trend.date} is back within noise of "
+                f"{_fmt(episode.base_value)} ({episode.base_date}); the alert of {episode.alert_date} is over"), None
     base = next(d for d in days if d.date == episode.base_date)
     where = f" ({base.checkpoint_path})" if base.checkpoint_path else ""
-    if trend.state == "cleared":
-        return (f"cleared: mean similarity {_fmt(trend.value)} on {trend.date} is back within noise of "
-                f"{_fmt(episode.base_value)} ({episode.base_date}); the alert of {episode.alert_date} is over")
     advice = (f"consider rolling back to checkpoint {base.checkpoint_id}{where}, recorded on {base.date}, the last "
               "day before the rise")
     if trend.state == "ongoing":
-        return (f"alert ongoing since {episode.alert_date}: mean similarity {_fmt(trend.value)} on {trend.date}, "
-                f"{_fmt(episode.base_value)} on {episode.base_date} before the rise; {advice}")
+        return (f"alert ongoing since {episode.alert_date}: the {words} {_fmt(trend.value)} on {trend.date}, "
+                f"{_fmt(episode.base_value)} on {episode.base_date} before the rise"), advice
     series = " -> ".join(f"{d} {_fmt(v)}" for d, v in episode.days)
     why = " and ".join(_TRIGGER_WORDS[t].format(n=len(episode.days) - 1) for t in episode.triggers)
-    return f"ALERT: mean similarity among the probe answers {why}: {series}; {advice}"
+    return f"ALERT: the {words} {why}: {series}", advice
 
 
-def _episode_of(date: str, episodes: list[Episode]) -> Episode | None:
-    for e in episodes:
-        if e.alert_date <= date and (e.cleared_date is None or date <= e.cleared_date):
-            return e
-    return None
+def message(date: str, trends: dict[str, FigureTrend], days: list[Day]) -> str:
+    """One line for a person: what happened and which checkpoint to roll back to (the leading figure
+    first, then any other figure in an alert, ongoing or cleared, after "also"; advice said once)."""
+    lead = lead_figure(trends, date)
+    order = [lead] + [f for f in WATCHED if f != lead]
+    parts = [_figure_message(f, trends[f].on(date), trends[f].episode_on(date), days)
+             for f in order if trends[f].episode_on(date) is not None]
+    if parts:
+        out: list[str] = []
+        for i, (what, advice) in enumerate(parts):
+            later = [a for _, a in parts[i + 1:]]
+            out.append(what if advice is None or advice in later else f"{what}; {advice}")
+        return "; also ".join(out)
+    shown = []
+    for f in order:
+        t = trends[f].on(date)
+        if t is not None:
+            change = "" if t.change is None else f" ({t.change:+.3f}, margin {t.margin:.3f})"
+            shown.append(f"{WORDS[f]} {_fmt(t.value)}{change}")
+    return f"ok on {date}: " + "; ".join(shown)
 
 
 def probe(
@@ -255,10 +333,8 @@ def probe(
                               embeddings=emb, tool_version=__version__, replace=replace)
         days = h.days()
     day = next(d for d in days if d.run_id == run_id)
-    trends, episodes = read_trend(days, rule)
-    trend = next(t for t in trends if t.date == date)
-    episode = _episode_of(date, episodes) if trend.state in ("alert", "ongoing", "cleared") else None
-    return ProbeOutcome(day, figures, trend, episode, payload_for(day, trend, episode, days, rule, str(history)))
+    trends = read_trend(days, rule)
+    return ProbeOutcome(day, figures, trends, payload_for(day, trends, days, rule, str(history)))
 
 
 def send_webhook(url: str, payload: dict, *, timeout: float = 10.0, retries: int = 1,

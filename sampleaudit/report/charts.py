@@ -330,28 +330,29 @@ def trend_lines(
 ) -> str:
     """Daily values of one or more series (label, values, intervals or None, colour) over `dates`.
 
-    The first series' intervals are drawn as a band; alert days get a downward triangle and a dashed
-    vertical line, cleared days a dotted one (so they read in greyscale too). A None value is a gap.
+    A series' intervals, where given, are drawn as a band; alert days get a downward triangle at the
+    top and a dashed vertical line, cleared days a dotted one (so they read in greyscale too). A None
+    value is a gap.
     """
     with matplotlib.rc_context(_style()):
         fig = Figure(figsize=(width, 2.9))
         ax = fig.subplots()
         xs = list(range(len(dates)))
         styles = itertools.cycle(LINESTYLES)
-        for k, (name, values, intervals, colour) in enumerate(series):
+        for name, values, intervals, colour in series:
             ys = [float("nan") if v is None else v for v in values]
             ax.plot(xs, ys, color=colour, linestyle=next(styles), marker="o", markersize=3, linewidth=1.3,
                     label=label(name))
-            if k == 0 and any(iv is not None for iv in intervals):
+            if any(iv is not None for iv in intervals):
                 lo = [float("nan") if iv is None else iv[0] for iv in intervals]
                 hi = [float("nan") if iv is None else iv[1] for iv in intervals]
                 ax.fill_between(xs, lo, hi, color=colour, alpha=0.18, linewidth=0)
-        first = [float("nan") if v is None else v for v in series[0][1]] if series else []
-        for d in alerts:
+        for d in dict.fromkeys(alerts):
             if d in dates:
                 i = dates.index(d)
                 ax.axvline(i, color="black", linestyle="--", linewidth=0.8)
-                ax.plot([i], [first[i]], marker="v", markersize=8, color="black", linestyle="none")
+                ax.plot([i], [1.0], marker="v", markersize=8, color="black", linestyle="none", clip_on=False,
+                        transform=ax.get_xaxis_transform())
         for d in cleared:
             if d in dates:
                 ax.axvline(dates.index(d), color="black", linestyle=":", linewidth=0.8)
