@@ -2,7 +2,7 @@
 
 Prints, for the default TrendRule and for variants (the plain "three rises in a row", other rise_z):
 - false alarms: episodes opened per 60 days on stable simulated series;
-- detection delay: on which day of a steady rise the first alert comes (3 = the third day, the
+- detection delay: on which day of a steady rise or a lasting step the first alert comes (3 = the third day, the
   earliest the streak rule allows), and how often a rise is missed within 20 days.
 
 Two simulations:
@@ -33,14 +33,19 @@ RISE_START = 30
 OFF = 1e9  # a trigger that never fires
 
 RULES = {
-    "default": TrendRule(),
-    "plain 3 rises in a row (rise_z 0)": TrendRule(rise_z=0.0, jump_z=OFF, cusum_h=OFF, min_sd=1e-12),
-    "streak only, rise_z 0.5": TrendRule(rise_z=0.5, jump_z=OFF, cusum_h=OFF),
-    "streak only, rise_z 1.0": TrendRule(rise_z=1.0, jump_z=OFF, cusum_h=OFF),
-    "streak only, rise_z 1.5": TrendRule(rise_z=1.5, jump_z=OFF, cusum_h=OFF),
-    "jump only, jump_z 4": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=4.0, cusum_h=OFF),
-    "cusum only, k 0.5 h 5": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=OFF, cusum_k=0.5, cusum_h=5.0),
-    "cusum only, k 0.5 h 3": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=OFF, cusum_k=0.5, cusum_h=3.0),
+    "default (shift 3 days, z 3.5)": TrendRule(),
+    "default without shift (before)": TrendRule(shift_z=OFF),
+    "plain 3 rises in a row (rise_z 0)": TrendRule(rise_z=0.0, jump_z=OFF, cusum_h=OFF, shift_z=OFF, min_sd=1e-12),
+    "streak only, rise_z 0.5": TrendRule(rise_z=0.5, jump_z=OFF, cusum_h=OFF, shift_z=OFF),
+    "streak only, rise_z 1.0": TrendRule(rise_z=1.0, jump_z=OFF, cusum_h=OFF, shift_z=OFF),
+    "streak only, rise_z 1.5": TrendRule(rise_z=1.5, jump_z=OFF, cusum_h=OFF, shift_z=OFF),
+    "jump only, jump_z 4": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=4.0, cusum_h=OFF, shift_z=OFF),
+    "cusum only, k 0.5 h 5": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=OFF, cusum_k=0.5, cusum_h=5.0, shift_z=OFF),
+    "cusum only, k 0.5 h 3": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=OFF, cusum_k=0.5, cusum_h=3.0, shift_z=OFF),
+    **{f"shift only, {m} days, z {z}": TrendRule(rise_z=0.0, n_rises=10**6, jump_z=OFF, cusum_h=OFF, shift_days=m,
+                                                 shift_z=z) for m, z in ((2, 3.0), (2, 3.5), (3, 3.0))},
+    **{f"default with shift {m} days, z {z}": TrendRule(shift_days=m, shift_z=z)
+       for m, z in ((2, 3.5), (3, 3.0))},
 }
 
 
@@ -50,14 +55,16 @@ def _episodes(values, ses, rule) -> list[int]:
     return [i for i, d in enumerate(days) if d.state == "alert"]
 
 
-def analytic(rng, n_series: int, tau: float, rise: float | None, s: float = 0.01):
-    """(values, ses) of n_series series; rise: per-day rise in units of s from RISE_START on (None: stable)."""
+def analytic(rng, n_series: int, tau: float, rise: float | None, s: float = 0.01, step: float = 0.0):
+    """(values, ses) of n_series series; rise: per-day rise in units of s from RISE_START on (None: stable);
+    step: a lasting step up of `step` s on RISE_START."""
     out = []
     for _ in range(n_series):
         ses = s * rng.uniform(0.8, 1.2, DAYS)
         values = 0.5 + rng.normal(0, 1, DAYS) * np.sqrt(ses ** 2 + (tau * s) ** 2)
         if rise is not None:
             values = values + rise * s * np.clip(np.arange(DAYS) - RISE_START + 1, 0, None)
+        values = values + step * s * (np.arange(DAYS) >= RISE_START)
         out.append((values, ses))
     return out
 
@@ -137,12 +144,16 @@ def main() -> None:
     print(f"analytic model, {n} series x {DAYS} days; false alarms = episodes per 60 stable days")
     stable = {tau: analytic(rng, n, tau, None) for tau in (0.0, 0.5, 1.0)}
     rising = {r: analytic(rng, n, 0.0, r) for r in (1.0, 2.0, 3.0)}
-    print(f"{'rule':36s} {'tau=0':>7s} {'tau=.5s':>8s} {'tau=s':>7s} | delay (missed) at rise/day = 1 s, 2 s, 3 s")
+    steps = {h: analytic(rng, n, 0.0, None, step=h) for h in (3.0, 4.0, 5.0)}
+    print(f"{'rule':40s} {'tau=0':>7s} {'tau=.5s':>8s} {'tau=s':>7s} | delay (missed) at rise/day = 1 s, 2 s, 3 s"
+          " | at a lasting step of 3 s, 4 s, 5 s")
     for name, rule in RULES.items():
         fa = [false_alarms(alerts_of(stable[t], rule)) for t in (0.0, 0.5, 1.0)]
         ds = [delays(alerts_of(rising[r], rule)) for r in (1.0, 2.0, 3.0)]
+        st = [delays(alerts_of(steps[h], rule)) for h in (3.0, 4.0, 5.0)]
         cells = "  ".join(f"{d:4.1f} ({m:4.0%})" for d, m, _ in ds)
-        print(f"{name:36s} {fa[0]:7.2f} {fa[1]:8.2f} {fa[2]:7.2f} | {cells}")
+        cells_st = "  ".join(f"{d:4.1f} ({m:4.0%})" for d, m, _ in st)
+        print(f"{name:40s} {fa[0]:7.2f} {fa[1]:8.2f} {fa[2]:7.2f} | {cells} | {cells_st}")
     m = 8 if args.quick else 30
     print(f"\nembedding model (real bootstrap se), {m} series x {DAYS} days, 5 prompts x 8 answers")
     stable_e = embedded(rng, m, None)
@@ -153,7 +164,8 @@ def main() -> None:
         ratio = np.mean([np.std(np.diff(v)) / np.mean(np.sqrt(s[1:] ** 2 + s[:-1] ** 2)) for v, s in stable_e[f]])
         print(f"{f}: sd of day-to-day changes / bootstrap sd of a change (1 = calibrated): {ratio:.2f}")
     print("delay (missed, early) per scenario: " + ", ".join(scenarios))
-    for name in ("default", "plain 3 rises in a row (rise_z 0)"):
+    for name in ("default (shift 3 days, z 3.5)", "default without shift (before)",
+                 "plain 3 rises in a row (rise_z 0)"):
         rule = RULES[name]
         rows = {f: (alerts_of(stable_e[f], rule), {k: alerts_of(v[f], rule) for k, v in scenarios.items()})
                 for f in WATCHED}

@@ -8,6 +8,7 @@ from sampleaudit.metrics.probe import probe_figures
 from sampleaudit.probe.trend import Point, TrendRule, evaluate
 
 SE = 0.01  # every day's bootstrap sd; a change's sd is then sqrt(2) * SE
+NO_SHIFT = TrendRule(shift_z=1e9)  # the three triggers that read day-to-day changes
 
 
 def _series(values, se=SE):
@@ -26,7 +27,7 @@ def test_alert_fires_first_on_the_third_day_of_the_rise_not_before():
     values = list(_wiggle(rise_from))
     for k in range(1, 8):  # rises of 2.5 change-sd a day: each beyond the margin, none a jump
         values.append(values[rise_from - 1] + k * 2.5 * np.sqrt(2) * SE)
-    days, episodes = evaluate(_series(values))
+    days, episodes = evaluate(_series(values), NO_SHIFT)
     states = [d.state for d in days]
     first = states.index("alert")
     assert first == rise_from + 2  # the third day of the rise
@@ -40,6 +41,11 @@ def test_alert_fires_first_on_the_third_day_of_the_rise_not_before():
     assert e.rollback_checkpoint == f"ckpt-{rise_from - 1}"
     assert [d for d, _ in e.days] == [d.date for d in days[rise_from - 1:first + 1]]
     assert e.cleared_date is None
+    # the default also reads the level: a rise this steep has stepped up 3.5 se a day, so the last three
+    # days' mean beats the three before by z = 4.3 on the second day of the rise
+    days, (e,) = evaluate(_series(values))
+    assert [d.state for d in days].index("alert") == rise_from + 1 and e.triggers == ("shift",)
+    assert e.base_date == days[rise_from - 1].date
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -83,13 +89,37 @@ def test_a_single_large_jump_alerts_at_once_and_the_alert_clears_when_the_figure
 def test_a_steady_climb_inside_the_margin_is_caught_by_the_cusum():
     step = 0.9 * np.sqrt(2) * SE  # z = 0.9 a day: never a counted rise
     values = [0.5] * 5 + [0.5 + k * step for k in range(1, 15)]
-    days, episodes = evaluate(_series(values))
+    days, episodes = evaluate(_series(values), NO_SHIFT)
     assert not any(d.rise for d in days)
     (e,) = episodes
     assert e.triggers == ("cusum",)
     assert e.start_date == days[5].date and e.rollback_checkpoint == "ckpt-4"
     # S grows by 0.9 - 0.5 = 0.4 a day and passes 5 on the 13th day of the climb
     assert days.index(next(d for d in days if d.state == "alert")) == 5 + 12
+    # the level shift sees it far sooner: three days of 1.27 se a day above the three before it
+    days, (e,) = evaluate(_series(values))
+    assert e.triggers == ("shift",) and days.index(next(d for d in days if d.state == "alert")) == 5 + 3
+
+
+def test_a_lasting_step_inside_the_jump_margin_is_caught_by_the_shift_on_its_third_day():
+    step = 4.0 * SE  # z of the day's change 2.8: one counted rise, no jump, the CUSUM peaks at 2.3
+    values = list(_wiggle(10)) + [0.5 + step] * 8
+    before, _ = evaluate(_series(values), NO_SHIFT)
+    assert not any(d.state == "alert" for d in before)  # the change-based triggers never open
+    days, (e,) = evaluate(_series(values))
+    assert [d.state for d in days].index("alert") == 10 + 2
+    assert e.triggers == ("shift",)
+    assert e.start_date == days[10].date and e.base_date == days[9].date and e.rollback_checkpoint == "ckpt-9"
+    assert all(d.state == "ongoing" for d in days[13:])
+
+
+def test_after_a_clear_the_shift_waits_for_fresh_windows():
+    # a one-day spike of 10 se: a jump, back the next day (cleared); the day after, the last three days'
+    # mean still holds the spike (z 4.1 over the three before): it must not open a second episode
+    values = list(_wiggle(8)) + [0.5 + 10 * SE] + [0.5] * 8
+    days, (e,) = evaluate(_series(values))
+    assert [d.state for d in days[8:11]] == ["alert", "cleared", "ok"] and "jump" in e.triggers
+    assert all(d.state == "ok" for d in days[10:])
 
 
 def test_a_second_rise_after_a_clear_is_a_new_episode():

@@ -39,13 +39,18 @@ def _add_trend_options(p: argparse.ArgumentParser) -> None:
                    "(default: %(default)s)")
     g.add_argument("--cusum-h", type=float, default=d.cusum_h, metavar="H", help="CUSUM limit, in sd "
                    "(default: %(default)s)")
+    g.add_argument("--shift-days", type=int, default=d.shift_days, metavar="M",
+                   help="the level-shift trigger compares the mean of the last M days with the M before "
+                   "(default: %(default)s)")
+    g.add_argument("--shift-z", type=float, default=d.shift_z, metavar="Z",
+                   help="alert when that difference exceeds Z times its sd (default: %(default)s)")
 
 
 def _rule(args):
     from .trend import TrendRule
 
     return TrendRule(n_rises=args.n_rises, rise_z=args.rise_z, jump_z=args.jump_z, cusum_k=args.cusum_k,
-                     cusum_h=args.cusum_h)
+                     cusum_h=args.cusum_h, shift_days=args.shift_days, shift_z=args.shift_z)
 
 
 def add_probe_parser(subparsers) -> argparse.ArgumentParser:

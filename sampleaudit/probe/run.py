@@ -209,7 +209,8 @@ def payload_for(day: Day, trends: dict[str, FigureTrend], days: list[Day], rule:
 
 
 _TRIGGER_WORDS = {"streak": "rose beyond its noise margin on {n} days in a row",
-                  "jump": "jumped beyond the large margin in one day", "cusum": "climbed steadily (CUSUM over its limit)"}
+                  "jump": "jumped beyond the large margin in one day", "cusum": "climbed steadily (CUSUM over its limit)",
+                  "shift": "stepped up and stayed up (its last days' mean beyond the margin over the days before)"}
 
 
 def _figure_message(figure: str, trend: DayTrend, episode: Episode, days: list[Day]) -> tuple[str, str | None]:

@@ -12,20 +12,28 @@ after day t-1 (consecutive recorded days; a missed day does not break a streak):
 - CUSUM:  S_t = max(0, S_{t-1} + z_t - cusum_k) > cusum_h. Changes add up, so S is the rise since S
   last stood at 0, in noise units, less cusum_k per day: it catches a steady climb whose daily
   steps each stay inside the margin.
+- shift:  the mean of the last m = `shift_days` days beats the mean of the m days before by more than
+  `shift_z` times its sd (sqrt of the 2m days' se**2 summed, over m): a lasting step up. The three
+  above read day-to-day changes, so a step smaller than jump_z sd of a change that then stays put
+  opens nothing there (one change beyond the margin, then none; the CUSUM decays by cusum_k a day).
+  With m = 3 a step of d has z = d / (sqrt(6) / 3 * se), 1.73 times its jump z, once it has lasted
+  three days (the source's "three days", read as a level rather than as three rises).
 
-An episode opens on the first day any of the three fires (state "alert": the only day that alerts),
+An episode opens on the first day any of the four fires (state "alert": the only day that alerts),
 stays "ongoing" while the figure stays up, and "cleared" on the first day no trigger fires and the
 figure is back within rise_z * sd of the base day's value (the base day is the last day before the
-rise began; its checkpoint is the rollback target). Streak and CUSUM restart after a clear.
+rise began; its checkpoint is the rollback target; the shift, which lags, does not hold it open).
+Streak, CUSUM and the shift's windows restart after a clear.
 
 Defaults come from benchmarks/bench_probe_alarm.py (2,000 series x 60 days; benchmarks/README.md).
-On stable series whose value moves by its bootstrap noise, rise_z = 1.0, jump_z = 4.0, cusum_k = 0.5,
-cusum_h = 5.0 open 0.00 episodes per 60 days when the reported se is the real noise, 0.01 when the
-checkpoint adds day-to-day variation of half the sampling noise and 0.17 when it adds as much (tau =
-se); the plain "three rises in a row" opens 1.6 per 60 days. With probe_figures' own bootstrap on
-simulated answers (5 prompts x 8), 0.00 per 60 days (plain rule: 1.6). A rise of 3 se a day is
-caught on its third day (the earliest the streak rule can), 2 se a day after 4.8 days on average;
-1 se a day is missed within 20 days a third of the time (the price of not crying wolf).
+On stable series whose value moves by its bootstrap noise, the defaults (rise_z 1.0, jump_z 4.0,
+cusum_k 0.5, cusum_h 5.0, shift 3 days at 3.5) open 0.02 episodes per 60 days when the reported se is
+the real noise, 0.05 when the checkpoint adds day-to-day variation of half the sampling noise and
+0.45 when it adds as much (tau = se); the plain "three rises in a row" opens 1.6 per 60 days. A rise
+of 3 se a day is caught after 2.4 days, 2 se a day after 2.9, 1 se a day after 5.0 (none missed); a
+lasting step of 4 se after 2.3 days (6% missed within 20 days), of 3 se 61% of the time. Without
+the shift trigger: 0.00 / 0.01 / 0.17 false alarms, a 1 se a day rise missed a third of the time
+and a 4 se step 84% of the time.
 """
 
 from __future__ import annotations
@@ -46,12 +54,16 @@ class TrendRule:
     jump_z: float = 4.0
     cusum_k: float = 0.5
     cusum_h: float = 5.0
+    shift_days: int = 3
+    shift_z: float = 3.5
     min_sd: float = 0.001  # cosine units: identical answers (bootstrap sd 0) do not make every change count
 
     def __post_init__(self) -> None:
-        if isinstance(self.n_rises, bool) or not isinstance(self.n_rises, int) or self.n_rises < 1:
-            raise InputError(f"trend n_rises must be a positive integer; got {self.n_rises!r}")
-        for name in ("rise_z", "jump_z", "cusum_k", "cusum_h", "min_sd"):
+        for name in ("n_rises", "shift_days"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"trend {name} must be a positive integer; got {v!r}")
+        for name in ("rise_z", "jump_z", "cusum_k", "cusum_h", "shift_z", "min_sd"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
                 raise InputError(f"trend {name} must be a number >= 0; got {v!r}")
@@ -61,7 +73,8 @@ class TrendRule:
             raise InputError(f"trend jump_z ({self.jump_z}) must be at least rise_z ({self.rise_z})")
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("n_rises", "rise_z", "jump_z", "cusum_k", "cusum_h", "min_sd")}
+        return {k: getattr(self, k) for k in ("n_rises", "rise_z", "jump_z", "cusum_k", "cusum_h", "shift_days",
+                                               "shift_z", "min_sd")}
 
 
 @dataclass(frozen=True)
@@ -116,6 +129,7 @@ class _State:
     streak_start: int | None = None
     cusum: float = 0.0
     cusum_start: int | None = None
+    since: int = 0  # first day the shift windows may read: 0, or the day of the last clear
     episode: int | None = None  # index into episodes
     base: int | None = None
     episodes: list[Episode] = field(default_factory=list)
@@ -123,6 +137,23 @@ class _State:
 
 def _sd(a: Point, b: Point, rule: TrendRule) -> float:
     return max(math.sqrt(a.se ** 2 + b.se ** 2), rule.min_sd)
+
+
+def _shift(points: Sequence[Point], i: int, since: int, rule: TrendRule) -> tuple[float | None, int]:
+    """The shift trigger on day i: (z, start). z: the last `shift_days` days' mean over the mean of as
+    many days before, in units of its sd (None: fewer than 2 x shift_days days since `since`). start:
+    the first day of the later window that stands above the earlier window's mean by more than rise_z
+    of its own noise (the step's first day), else the window's first day."""
+    m = rule.shift_days
+    if i - since + 1 < 2 * m:
+        return None, i
+    after, before = points[i - m + 1:i + 1], points[i - 2 * m + 1:i - m + 1]
+    level = sum(q.value for q in before) / m
+    level_var = sum(q.se ** 2 for q in before) / m ** 2
+    sd = max(math.sqrt(sum(q.se ** 2 for q in after) / m ** 2 + level_var), rule.min_sd)
+    start = next((i - m + 1 + k for k, q in enumerate(after)
+                  if q.value - level > rule.rise_z * max(math.sqrt(q.se ** 2 + level_var), rule.min_sd)), i - m + 1)
+    return (sum(q.value for q in after) / m - level) / sd, start
 
 
 def evaluate(points: Sequence[Point], rule: TrendRule = TrendRule()) -> tuple[list[DayTrend], list[Episode]]:
@@ -164,13 +195,16 @@ def evaluate(points: Sequence[Point], rule: TrendRule = TrendRule()) -> tuple[li
         s.cusum = new
         if new == 0:
             s.cusum_start = None
+        shift, shift_start = _shift(points, i, s.since, rule)
         fired = tuple(name for name, on in (("streak", s.streak >= rule.n_rises), ("jump", z > rule.jump_z),
-                                            ("cusum", s.cusum > rule.cusum_h)) if on)
+                                            ("cusum", s.cusum > rule.cusum_h),
+                                            ("shift", shift is not None and shift > rule.shift_z)) if on)
         if s.episode is None:
             state = "ok"
             if fired:
                 state = "alert"
-                starts = {"streak": s.streak_start, "jump": i, "cusum": s.cusum_start}
+                starts = {"streak": s.streak_start, "jump": i, "cusum": s.cusum_start,
+                          "shift": shift_start}
                 start = min(starts[t] for t in fired if starts[t] is not None)
                 base = points[start - 1]
                 s.base = start - 1
@@ -179,11 +213,12 @@ def evaluate(points: Sequence[Point], rule: TrendRule = TrendRule()) -> tuple[li
                                           tuple((q.date, q.value) for q in points[start - 1:i + 1])))
         else:
             base = points[s.base]
-            if not fired and p.value - base.value <= rule.rise_z * _sd(p, base, rule):
+            # the shift reads the last days' level, which lags today's: it does not hold an episode open
+            if set(fired) <= {"shift"} and p.value - base.value <= rule.rise_z * _sd(p, base, rule):
                 state = "cleared"
                 s.episodes[s.episode] = replace(s.episodes[s.episode], cleared_date=p.date)
                 s.episode = s.base = None
-                s.streak, s.streak_start, s.cusum, s.cusum_start = 0, None, 0.0, None
+                s.streak, s.streak_start, s.cusum, s.cusum_start, s.since = 0, None, 0.0, None, i
             else:
                 state = "ongoing"
         out.append(DayTrend(p.date, p.value, round(change, 6), round(z, 4), round(rule.rise_z * sd, 6), rise,
