@@ -368,6 +368,35 @@ def test_probe_report_shows_days_alerts_and_answers_escaped(tmp_path, capsys):
     assert "The last 3 days" in html and PROMPTS[1] in html
 
 
+def test_a_change_of_the_embedder_runtime_is_recorded_warned_and_shown(tmp_path, capsys, monkeypatch):
+    import sampleaudit.embed as embed
+
+    def on(backend, precision):
+        e = HashingEmbedder(256)
+        e.backend, e.precision = backend, precision
+        monkeypatch.setattr(embed, "load_embedder", lambda *a, **k: e)
+
+    on("torch", "fp32")
+    for day in range(2):
+        assert _probe(tmp_path, day, 0, "--json") == 0
+        assert json.loads(capsys.readouterr().out).get("warnings") is None
+    on("openvino", "bf16")
+    assert _probe(tmp_path, 2, 0, "--json") == 0  # a warning, not a refusal: the same model
+    captured = capsys.readouterr()
+    (line,) = [x for x in captured.err.splitlines() if "warning" in x]
+    assert "openvino bf16 on cpu" in line and "torch fp32 on cpu" in line and _date(1) in line and _date(2) in line
+    assert json.loads(captured.out)["warnings"] == [line.removeprefix("sampleaudit: warning: ")]
+    assert _probe(tmp_path, 3, 0, "--json") == 0  # the day after compares with day 2: no warning
+    assert "warning" not in capsys.readouterr().err
+    with History(tmp_path / "h.db") as h:
+        assert [d.source["embedder_runtime"]["backend"] for d in h.days()] == ["torch", "torch", "openvino", "openvino"]
+    out = tmp_path / "rep"
+    assert main(["probe", "report", "--history", str(tmp_path / "h.db"), "--out", str(out), "--format", "html"]) == 0
+    html = (out / "probe.html").read_text(encoding="utf-8")
+    assert (f"its runtime changed</strong>: torch fp32 on cpu ({_date(0)} to {_date(1)}), then openvino bf16 on cpu "
+            f"({_date(2)} to {_date(3)})") in html
+
+
 def test_probe_report_of_an_empty_history(tmp_path, capsys):
     History(tmp_path / "h.db").close()
     assert main(["probe", "report", "--history", str(tmp_path / "h.db"), "--out", str(tmp_path / "o"),

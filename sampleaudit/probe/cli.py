@@ -232,6 +232,8 @@ def run_probe(args, config_of) -> int:
                     reference_date=args.reference_date, replace=args.replace, rule=rule, threshold=threshold,
                     seed=config.seed, cache=cache, lock_timeout=args.lock_timeout, source=source)
     log(f"recorded {date} ({outcome.day.n_answers} answers, checkpoint {outcome.day.checkpoint_id}) in {args.history}")
+    for w in outcome.warnings:
+        print(for_terminal(f"sampleaudit: warning: {w}"), file=sys.stderr)
     payload = outcome.payload
     if args.webhook and payload["event"] in ("alert", "cleared"):
         ok, detail = send_webhook(args.webhook, payload, timeout=args.webhook_timeout)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from .history import History, now_iso
-from .run import WATCHED, WORDS, lead_figure, read_trend
+from .run import WATCHED, WORDS, describe_runtime, lead_figure, read_trend
 from .trend import TrendRule
 
 FILE_NAMES = {"html": "probe.html", "pdf": "probe.pdf"}
@@ -99,9 +99,17 @@ def build_probe_context(h: History, *, rule: TrendRule = TrendRule(), last: int 
                     "triggers": ", ".join(e.triggers), "cleared": e.cleared_date or "not yet",
                     "series": " → ".join(f"{d} {v:.3f}" for d, v in e.days)})
     embedder = h.embedder()
+    runtimes = []  # (runtime, first date, last date) of each run of days on one runtime
+    for d in days:
+        rt = describe_runtime(d.source["embedder_runtime"]) if d.source.get("embedder_runtime") else "not recorded"
+        if runtimes and runtimes[-1][0] == rt:
+            runtimes[-1][2] = d.date
+        else:
+            runtimes.append([rt, d.date, d.date])
     return {
         "title": "sampleaudit probe", "history": str(h.path), "created": now_iso(), "rule": rule.to_dict(),
         "embedder": f"{embedder[0]} ({embedder[1]}-d)" if embedder else "n/a",
+        "runtimes": [{"runtime": r, "first": a, "last": b} for r, a, b in runtimes],
         "days": rows, "prompts": [p or "(no prompt)" for p in prompts], "prompt_keys": prompts,
         "watched": [{"key": f, "short": SHORT[f], "words": WORDS[f]} for f in WATCHED],
         "episodes": eps, "open_episodes": [e for e in eps if e["cleared"] == "not yet"],

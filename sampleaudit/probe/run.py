@@ -23,6 +23,7 @@ import numpy as np
 from ..embed import Embedder, EmbeddingCache, embed_texts
 from ..errors import InputError
 from ..metrics.probe import DEFAULT_THRESHOLD, DayFigures, probe_figures
+from ..results import EmbedderInfo
 from ..samples import SampleSet
 from .history import DEFAULT_LOCK_TIMEOUT, Day, History, HistoryLock
 from .trend import DayTrend, Episode, Point, TrendRule, evaluate
@@ -128,6 +129,7 @@ class ProbeOutcome:
     figures: DayFigures
     trends: dict[str, FigureTrend]
     payload: dict
+    warnings: tuple[str, ...] = ()  # said on stderr; also in payload["warnings"]
 
     @property
     def lead(self) -> str:
@@ -145,6 +147,30 @@ class ProbeOutcome:
     def alert(self) -> bool:
         """A watched figure opened an alert today."""
         return any((t := ft.on(self.day.date)) is not None and t.state == "alert" for ft in self.trends.values())
+
+
+def runtime_of(embedder) -> dict:
+    """Where and how the embedder computes its vectors (kept with each day in its source record)."""
+    info = EmbedderInfo.of(embedder)
+    return {"backend": info.backend, "precision": info.precision, "device": info.device}
+
+
+def describe_runtime(runtime: dict) -> str:
+    return f"{runtime.get('backend', 'unknown')} {runtime.get('precision', 'unknown')} on {runtime.get('device', 'unknown')}"
+
+
+def runtime_change(days: list[Day], day: Day) -> str | None:
+    """A warning when `day`'s embedder ran on another runtime than the last earlier day that says (None:
+    the same, or nothing earlier says). The model is the same (the history refuses another one)."""
+    now = day.source.get("embedder_runtime")
+    before = [d for d in days if d.date < day.date and d.source.get("embedder_runtime")]
+    if not now or not before or before[-1].source["embedder_runtime"] == now:
+        return None
+    last = before[-1]
+    return (f"the embedder ran with {describe_runtime(now)} for {day.date} but with "
+            f"{describe_runtime(last.source['embedder_runtime'])} for {last.date}: the same model, vectors equal to "
+            "rounding, so a change of the figures this small is not the model's; set embed.backend and --device "
+            "alike on every day to rule it out")
 
 
 def points_of(days: list[Day], figure: str = WATCHED[0]) -> list[Point]:
@@ -326,7 +352,7 @@ def probe(
             raise InputError("the day's answers give no mean similarity (need two answers to one prompt, or "
                              "one answer to each of two prompts)")
         src = {"samples": answers.path, "samples_sha256": answers.sha256, "n_skipped": answers.n_skipped,
-               **(source or {})}
+               "embedder_runtime": runtime_of(embedder), **(source or {})}
         run_id = h.record_day(date=date, checkpoint_id=checkpoint.id, checkpoint_path=checkpoint.path,
                               checkpoint=checkpoint.to_dict(), embedder=name, embedder_dim=dim,
                               reference_date=ref.date if ref is not None else date, figures=figures.to_dict(),
@@ -335,7 +361,11 @@ def probe(
         days = h.days()
     day = next(d for d in days if d.run_id == run_id)
     trends = read_trend(days, rule)
-    return ProbeOutcome(day, figures, trends, payload_for(day, trends, days, rule, str(history)))
+    warnings = tuple(w for w in (runtime_change(days, day),) if w)
+    payload = payload_for(day, trends, days, rule, str(history))
+    if warnings:
+        payload["warnings"] = list(warnings)
+    return ProbeOutcome(day, figures, trends, payload, warnings)
 
 
 def send_webhook(url: str, payload: dict, *, timeout: float = 10.0, retries: int = 1,
