@@ -168,9 +168,9 @@ def runtime_change(days: list[Day], day: Day) -> str | None:
         return None
     last = before[-1]
     return (f"the embedder ran with {describe_runtime(now)} for {day.date} but with "
-            f"{describe_runtime(last.source['embedder_runtime'])} for {last.date}: the same model, vectors equal to "
-            "rounding, so a change of the figures this small is not the model's; set embed.backend and --device "
-            "alike on every day to rule it out")
+            f"{describe_runtime(last.source['embedder_runtime'])} for {last.date}: the same model, whose vectors agree "
+            "to rounding on both, so the days stay comparable; set embed.backend and --device alike on every day "
+            "to rule the difference out")
 
 
 def points_of(days: list[Day], figure: str = WATCHED[0]) -> list[Point]:
