@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date as _date
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -105,8 +106,12 @@ class FigureTrend:
     days: list[DayTrend]
     episodes: list[Episode]
 
+    @cached_property
+    def _by_date(self) -> dict[str, DayTrend]:
+        return {t.date: t for t in self.days}
+
     def on(self, date: str) -> DayTrend | None:
-        return next((t for t in self.days if t.date == date), None)
+        return self._by_date.get(date)
 
     def episode_on(self, date: str) -> Episode | None:
         """The episode `date` belongs to (opened, ongoing or cleared that day)."""
@@ -173,7 +178,7 @@ def runtime_change(days: list[Day], day: Day) -> str | None:
             "to rule the difference out")
 
 
-def points_of(days: list[Day], figure: str = WATCHED[0]) -> list[Point]:
+def points_of(days: list[Day], figure: str) -> list[Point]:
     """The overall `figure` of each day that has one (days recorded before it existed have none)."""
     out = []
     for d in days:
